@@ -1,0 +1,254 @@
+//! The elevator: what every Linux scheduler shares around its policy.
+//!
+//! The kernel's block layer wraps each `elevator_mq_ops` with generic machinery: a bounded pool
+//! of scheduler requests (`nr_requests`, held from insertion until completion), a maximum request
+//! size for merges (`max_sectors_kb`), and a switch to turn merging off (`nomerges`). The
+//! [`Elevator`] is that wrapper. Engines talk only to it, so every policy gets the same limits
+//! and the same accounting, and no policy can be handed more requests than `nr_requests`.
+
+use crate::policy::{Dispatch, Policy};
+use crate::request::{MergeLimits, Request};
+use crate::time::Nanos;
+use crate::tunable::{self, TunableError, TunableSpec, Unit};
+
+/// Default `nr_requests` for a device that accepts `device_queue_depth` commands at once:
+/// `2 * min(depth, 128)`, as `blk_mq_init_sched` sets it.
+pub fn default_nr_requests(device_queue_depth: u32) -> u32 {
+    2 * device_queue_depth.clamp(1, 128)
+}
+
+/// The queue tunables every policy shares, as in `/sys/block/X/queue/`.
+pub const QUEUE_TUNABLES: &[TunableSpec] = &[
+    TunableSpec {
+        name: "nr_requests",
+        unit: Unit::Requests,
+        default: 64,
+        min: 4,
+        max: 65_536,
+        doc: "most requests queued in the scheduler or in flight on the device at once; \
+              submitters wait beyond it (Linux: 2 x min(device queue depth, 128))",
+    },
+    TunableSpec {
+        name: "max_sectors_kb",
+        unit: Unit::Kibibytes,
+        default: 1280,
+        min: 4,
+        max: 32_768,
+        doc: "largest request merging may build (Linux default BLK_DEF_MAX_SECTORS_CAP, 1280 KiB)",
+    },
+    TunableSpec {
+        name: "nomerges",
+        unit: Unit::Flag,
+        default: 0,
+        min: 0,
+        max: 1,
+        doc: "1 disables merging entirely (Linux's nomerges=2; its one-hit mode 1 is not modelled)",
+    },
+];
+
+/// Counters kept by the elevator, in requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ElevatorStats {
+    /// Requests offered by the engine (admitted or merged).
+    pub submitted: u64,
+    /// Requests merged into a queued request.
+    pub merged: u64,
+    /// Requests queued in the policy.
+    pub inserted: u64,
+    /// Requests sent to the device.
+    pub dispatched: u64,
+    /// Requests the device finished (merged companions not counted).
+    pub completed: u64,
+    /// Requests the device handed back.
+    pub requeued: u64,
+    /// Times a request was turned away because `nr_requests` were in use.
+    pub full: u64,
+}
+
+/// How a submitted request was taken in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admitted {
+    /// Folded into a request already queued; it completes with that one.
+    Merged,
+    /// Queued in the policy.
+    Queued,
+}
+
+/// A policy inside the queue limits every scheduler shares.
+pub struct Elevator {
+    policy: Box<dyn Policy>,
+    nr_requests: u32,
+    max_sectors_kb: u32,
+    nomerges: bool,
+    in_flight: usize,
+    stats: ElevatorStats,
+}
+
+impl Elevator {
+    /// Wraps `policy` with `nr_requests` scheduler requests and Linux's other queue defaults.
+    pub fn new(policy: Box<dyn Policy>, nr_requests: u32) -> Self {
+        assert!(nr_requests >= 1);
+        Elevator {
+            policy,
+            nr_requests,
+            max_sectors_kb: QUEUE_TUNABLES[1].default as u32,
+            nomerges: false,
+            in_flight: 0,
+            stats: ElevatorStats::default(),
+        }
+    }
+
+    /// The merge limits in force.
+    pub fn merge_limits(&self) -> MergeLimits {
+        MergeLimits {
+            max_request_bytes: u64::from(self.max_sectors_kb) * 1024,
+        }
+    }
+
+    /// Whether a new request (that does not merge) would be admitted now.
+    pub fn has_room(&self) -> bool {
+        self.policy.queued() + self.in_flight < self.nr_requests as usize
+    }
+
+    /// Offers a request. It may merge into a queued one (even when the queue is full, as a bio
+    /// merges without needing a free request in the kernel), or be queued if there is room;
+    /// otherwise it is handed back and the submitter must wait for a completion.
+    pub fn submit(&mut self, request: Request, now: Nanos) -> Result<Admitted, Request> {
+        let request = if self.nomerges {
+            request
+        } else {
+            match self.policy.try_merge(request, self.merge_limits(), now) {
+                Ok(()) => {
+                    self.stats.submitted += 1;
+                    self.stats.merged += 1;
+                    return Ok(Admitted::Merged);
+                }
+                Err(request) => request,
+            }
+        };
+        if !self.has_room() {
+            self.stats.full += 1;
+            return Err(request);
+        }
+        self.stats.submitted += 1;
+        self.stats.inserted += 1;
+        self.policy.insert(request, now);
+        Ok(Admitted::Queued)
+    }
+
+    /// Asks the policy what to send next and counts what leaves for the device.
+    pub fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        let decision = self.policy.dispatch(now);
+        if let Dispatch::Request(_) = decision {
+            self.in_flight += 1;
+            self.stats.dispatched += 1;
+        }
+        decision
+    }
+
+    /// The device finished `request`.
+    pub fn completed(&mut self, request: &Request, now: Nanos) {
+        assert!(self.in_flight > 0, "completion without a request in flight");
+        self.in_flight -= 1;
+        self.stats.completed += 1;
+        self.policy.completed(request, now);
+    }
+
+    /// The device handed `request` back unserved.
+    pub fn requeue(&mut self, request: Request, now: Nanos) {
+        assert!(self.in_flight > 0, "requeue without a request in flight");
+        self.in_flight -= 1;
+        self.stats.requeued += 1;
+        self.policy.requeue(request, now);
+    }
+
+    /// Requests queued in the policy.
+    pub fn queued(&self) -> usize {
+        self.policy.queued()
+    }
+
+    /// Requests dispatched and not yet completed.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// The `nr_requests` limit.
+    pub fn nr_requests(&self) -> u32 {
+        self.nr_requests
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> ElevatorStats {
+        self.stats
+    }
+
+    /// The policy inside.
+    pub fn policy(&self) -> &dyn Policy {
+        self.policy.as_ref()
+    }
+
+    /// The policy inside, mutably.
+    pub fn policy_mut(&mut self) -> &mut dyn Policy {
+        self.policy.as_mut()
+    }
+
+    /// Every tunable with its current value: the queue's first, then the policy's.
+    pub fn tunables(&self) -> Vec<(TunableSpec, u64)> {
+        let mut out: Vec<(TunableSpec, u64)> = QUEUE_TUNABLES
+            .iter()
+            .map(|spec| (*spec, self.queue_value(spec.name).expect("queue tunable")))
+            .collect();
+        for spec in self.policy.tunables() {
+            let value = self
+                .policy
+                .tunable(spec.name)
+                .expect("a policy reads its own tunables");
+            out.push((*spec, value));
+        }
+        out
+    }
+
+    fn queue_value(&self, name: &str) -> Option<u64> {
+        match name {
+            "nr_requests" => Some(u64::from(self.nr_requests)),
+            "max_sectors_kb" => Some(u64::from(self.max_sectors_kb)),
+            "nomerges" => Some(u64::from(self.nomerges)),
+            _ => None,
+        }
+    }
+
+    /// Sets a queue or policy tunable by name from text, as writing to its sysfs file does.
+    pub fn set(&mut self, name: &str, text: &str) -> Result<(), TunableError> {
+        if let Ok(spec) = tunable::find(QUEUE_TUNABLES, name) {
+            let value = spec.parse(text)?;
+            match name {
+                "nr_requests" => self.nr_requests = value as u32,
+                "max_sectors_kb" => self.max_sectors_kb = value as u32,
+                "nomerges" => self.nomerges = value == 1,
+                _ => unreachable!("every queue tunable is handled"),
+            }
+            return Ok(());
+        }
+        let spec = match tunable::find(self.policy.tunables(), name) {
+            Ok(spec) => spec,
+            Err(_) => {
+                let mut known: Vec<&'static str> = QUEUE_TUNABLES.iter().map(|s| s.name).collect();
+                known.extend(self.policy.tunables().iter().map(|s| s.name));
+                return Err(TunableError::Unknown {
+                    name: name.to_string(),
+                    known,
+                });
+            }
+        };
+        let value = spec.parse(text)?;
+        self.policy.set_tunable(name, value)
+    }
+
+    /// The current value of a queue or policy tunable.
+    pub fn get(&self, name: &str) -> Result<u64, TunableError> {
+        match self.queue_value(name) {
+            Some(value) => Ok(value),
+            None => self.policy.tunable(name),
+        }
+    }
+}

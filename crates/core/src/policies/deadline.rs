@@ -1,0 +1,555 @@
+//! `deadline`: Linux's mq-deadline (block/mq-deadline.c), priority levels included.
+//!
+//! Each priority level (RT, BE, IDLE; "none" counts as BE) keeps, per data direction, a list
+//! sorted by offset and a FIFO ordered by expiry time. Dispatch:
+//!
+//! 1. Requests the device handed back go out first.
+//! 2. Aging: when two or more levels have requests pending, a BE or IDLE request that entered
+//!    more than `prio_aging_expire` ago is served before anything else of higher level.
+//! 3. Otherwise levels are strict: a level is served only if every higher level has nothing
+//!    pending, *in flight included*, as `dd_queued` counts inserted minus completed.
+//! 4. Within a level, requests go in batches of one direction, up to `fifo_batch`, each continuing
+//!    upwards in offset from the last one dispatched. A new batch prefers reads, unless writes
+//!    have been passed over `writes_starved` times. It starts at the FIFO head if that request
+//!    has expired (`read_expire`, `write_expire`) or nothing lies above the last position, and
+//!    otherwise continues in offset order.
+//!
+//! Expiry is soft, as in Linux: it is checked only when a batch starts. The bound this gives a
+//! read is `read_expire` plus the batch in progress (and one write batch if writes were starved).
+
+use crate::ioprio::IoPrioClass;
+use crate::policy::{Dispatch, Policy};
+use crate::request::{
+    merge_back, merge_front, mergeable, Direction, MergeLimits, Request, RequestId,
+};
+use crate::time::{from_millis, Nanos, MILLISECOND};
+use crate::tunable::{TunableError, TunableSpec, Unit};
+use std::collections::{BTreeMap, VecDeque};
+
+/// mq-deadline's tunables, named and defaulted as in Linux.
+pub const TUNABLES: &[TunableSpec] = &[
+    TunableSpec {
+        name: "read_expire",
+        unit: Unit::Milliseconds,
+        default: 500,
+        min: 0,
+        max: 3_600_000,
+        doc: "a read older than this starts the next batch (HZ/2)",
+    },
+    TunableSpec {
+        name: "write_expire",
+        unit: Unit::Milliseconds,
+        default: 5000,
+        min: 0,
+        max: 3_600_000,
+        doc: "a write older than this starts the next write batch (5*HZ)",
+    },
+    TunableSpec {
+        name: "writes_starved",
+        unit: Unit::Count,
+        default: 2,
+        min: 0,
+        max: 1_000_000,
+        doc: "read batches that may pass over pending writes before a write batch is forced",
+    },
+    TunableSpec {
+        name: "front_merges",
+        unit: Unit::Flag,
+        default: 1,
+        min: 0,
+        max: 1,
+        doc: "whether a request ending where a queued one starts is merged in front of it",
+    },
+    TunableSpec {
+        name: "fifo_batch",
+        unit: Unit::Requests,
+        default: 16,
+        min: 1,
+        max: 1_000_000,
+        doc: "requests dispatched in one sorted batch before FIFO expiry is checked again",
+    },
+    TunableSpec {
+        name: "prio_aging_expire",
+        unit: Unit::Milliseconds,
+        default: 10_000,
+        min: 0,
+        max: 3_600_000,
+        doc: "a BE or IDLE request waiting longer than this is served ahead of higher levels",
+    },
+];
+
+const LEVELS: usize = 3;
+
+fn level_of(request: &Request) -> usize {
+    match request.prio.effective_class() {
+        IoPrioClass::Rt => 0,
+        IoPrioClass::Be | IoPrioClass::None => 1,
+        IoPrioClass::Idle => 2,
+    }
+}
+
+type SortKey = (u64, RequestId);
+type FifoKey = (Nanos, RequestId);
+
+#[derive(Debug)]
+struct Entry {
+    request: Request,
+    fifo_time: Nanos,
+}
+
+/// One priority level's queues (`struct dd_per_prio`).
+#[derive(Debug, Default)]
+struct Level {
+    sort: [BTreeMap<SortKey, Entry>; 2],
+    fifo: [BTreeMap<FifoKey, u64>; 2],
+    latest_pos: [u64; 2],
+    /// Requests of this level inserted and not yet completed (queued or in flight).
+    pending: u32,
+}
+
+impl Level {
+    fn queued(&self) -> usize {
+        self.sort[0].len() + self.sort[1].len()
+    }
+
+    /// The queued request with the lowest offset at or above `latest_pos` (`deadline_from_pos`).
+    fn next_request(&self, dir: usize) -> Option<SortKey> {
+        let position = self.latest_pos[dir];
+        self.sort[dir]
+            .range((position, RequestId(0))..)
+            .next()
+            .map(|(key, _)| *key)
+    }
+
+    fn fifo_head(&self, dir: usize) -> Option<SortKey> {
+        self.fifo[dir]
+            .iter()
+            .next()
+            .map(|(&(_, id), &offset)| (offset, id))
+    }
+
+    fn fifo_expired(&self, dir: usize, now: Nanos) -> bool {
+        self.fifo[dir]
+            .keys()
+            .next()
+            .is_some_and(|&(fifo_time, _)| fifo_time <= now)
+    }
+
+    fn remove(&mut self, dir: usize, key: SortKey) -> Entry {
+        let entry = self.sort[dir]
+            .remove(&key)
+            .expect("request is on the sort list");
+        let removed = self.fifo[dir].remove(&(entry.fifo_time, key.1));
+        assert!(removed.is_some(), "request is on the FIFO");
+        entry
+    }
+
+    fn add(&mut self, dir: usize, entry: Entry) {
+        let key = (entry.request.offset, entry.request.id);
+        self.fifo[dir].insert((entry.fifo_time, key.1), key.0);
+        let previous = self.sort[dir].insert(key, entry);
+        assert!(previous.is_none(), "request ids are unique");
+    }
+}
+
+/// The mq-deadline policy.
+#[derive(Debug)]
+pub struct Deadline {
+    levels: [Level; LEVELS],
+    /// Requests handed back by the device, served before anything else.
+    requeued: VecDeque<Request>,
+    batching: u64,
+    starved: u64,
+    last_dir: usize,
+    queued: usize,
+    /// `read_expire` and `write_expire`, indexed by direction.
+    fifo_expire: [Nanos; 2],
+    writes_starved: u64,
+    front_merges: bool,
+    fifo_batch: u64,
+    prio_aging_expire: Nanos,
+}
+
+impl Default for Deadline {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Deadline {
+    /// A deadline policy with Linux's defaults.
+    pub fn new() -> Self {
+        Deadline {
+            levels: Default::default(),
+            requeued: VecDeque::new(),
+            batching: 0,
+            starved: 0,
+            last_dir: Direction::Write as usize,
+            queued: 0,
+            fifo_expire: [
+                from_millis(TUNABLES[0].default),
+                from_millis(TUNABLES[1].default),
+            ],
+            writes_starved: TUNABLES[2].default,
+            front_merges: TUNABLES[3].default == 1,
+            fifo_batch: TUNABLES[4].default,
+            prio_aging_expire: from_millis(TUNABLES[5].default),
+        }
+    }
+
+    /// `__dd_dispatch_request`: the next request of `level` that entered no later than
+    /// `latest_start`, following batching, direction choice and FIFO expiry.
+    fn dispatch_level(&mut self, level: usize, now: Nanos, latest_start: Nanos) -> Option<Request> {
+        let (dir, key) = 'choose: {
+            let current = &self.levels[level];
+            if let Some(key) = current.next_request(self.last_dir) {
+                if self.batching < self.fifo_batch {
+                    break 'choose (self.last_dir, key);
+                }
+            }
+            let reads = !current.fifo[0].is_empty();
+            let writes = !current.fifo[1].is_empty();
+            let dir = if reads {
+                let starve_writes = writes && {
+                    let starved = self.starved;
+                    self.starved += 1;
+                    starved >= self.writes_starved
+                };
+                if starve_writes {
+                    self.starved = 0;
+                    1
+                } else {
+                    0
+                }
+            } else if writes {
+                self.starved = 0;
+                1
+            } else {
+                return None;
+            };
+            let next = current.next_request(dir);
+            let key = match next {
+                Some(key) if !current.fifo_expired(dir, now) => key,
+                _ => current
+                    .fifo_head(dir)
+                    .expect("direction has queued requests"),
+            };
+            self.last_dir = dir;
+            self.batching = 0;
+            (dir, key)
+        };
+        let current = &mut self.levels[level];
+        let fifo_time = current.sort[dir][&key].fifo_time;
+        let started = fifo_time.saturating_sub(self.fifo_expire[dir]);
+        if started > latest_start {
+            return None;
+        }
+        self.batching += 1;
+        let entry = current.remove(dir, key);
+        current.latest_pos[dir] = entry.request.offset;
+        self.queued -= 1;
+        Some(entry.request)
+    }
+
+    /// `dd_dispatch_prio_aged_requests`: lower levels that waited past `prio_aging_expire`.
+    fn dispatch_aged(&mut self, now: Nanos) -> Option<Request> {
+        let busy_levels = self.levels.iter().filter(|l| l.pending > 0).count();
+        if busy_levels < 2 || now < self.prio_aging_expire {
+            return None;
+        }
+        let latest_start = now - self.prio_aging_expire;
+        (1..LEVELS).find_map(|level| self.dispatch_level(level, now, latest_start))
+    }
+
+    /// After `key` grew, folds an adjacent request of the same level and direction into it
+    /// (`attempt_back_merge` / `attempt_front_merge`), the survivor taking the earlier expiry.
+    fn merge_neighbour(&mut self, level: usize, dir: usize, key: SortKey, limits: MergeLimits) {
+        let current = &mut self.levels[level];
+        let grown = &current.sort[dir][&key].request;
+        let (start, end) = (grown.offset, grown.end());
+        let after = current.sort[dir]
+            .range((end, RequestId(0))..)
+            .next()
+            .filter(|(k, e)| k.0 == end && mergeable(grown, &e.request, limits))
+            .map(|(k, _)| *k);
+        let before = current.sort[dir]
+            .range(..key)
+            .next_back()
+            .filter(|(_, e)| e.request.end() == start && mergeable(&e.request, grown, limits))
+            .map(|(k, _)| *k);
+        let (survivor_key, folded_key) = match (after, before) {
+            (Some(after), _) => (key, after),
+            (None, Some(before)) => (before, key),
+            (None, None) => return,
+        };
+        let folded = current.remove(dir, folded_key);
+        let mut survivor = current.remove(dir, survivor_key);
+        survivor.fifo_time = survivor.fifo_time.min(folded.fifo_time);
+        merge_back(&mut survivor.request, folded.request);
+        current.add(dir, survivor);
+        current.pending -= 1;
+        self.queued -= 1;
+    }
+}
+
+impl Policy for Deadline {
+    fn name(&self) -> &'static str {
+        "deadline"
+    }
+
+    fn try_merge(
+        &mut self,
+        request: Request,
+        limits: MergeLimits,
+        _now: Nanos,
+    ) -> Result<(), Request> {
+        let level = level_of(&request);
+        let dir = request.direction() as usize;
+        let current = &mut self.levels[level];
+        // Back merge: the queued request just below ends where this one starts.
+        let below = current.sort[dir]
+            .range(..(request.offset, RequestId(0)))
+            .next_back()
+            .filter(|(_, e)| {
+                e.request.end() == request.offset && mergeable(&e.request, &request, limits)
+            })
+            .map(|(k, _)| *k);
+        if let Some(key) = below {
+            let entry = current.sort[dir].get_mut(&key).expect("found above");
+            merge_back(&mut entry.request, request);
+            self.merge_neighbour(level, dir, key, limits);
+            return Ok(());
+        }
+        if !self.front_merges {
+            return Err(request);
+        }
+        // Front merge: a queued request starts where this one ends.
+        let above = current.sort[dir]
+            .range((request.end(), RequestId(0))..)
+            .next()
+            .filter(|(k, e)| k.0 == request.end() && mergeable(&e.request, &request, limits))
+            .map(|(k, _)| *k);
+        let Some(key) = above else {
+            return Err(request);
+        };
+        // The start offset changes, so the request moves in the sort list (`dd_request_merged`).
+        let mut entry = current.remove(dir, key);
+        merge_front(&mut entry.request, request);
+        let new_key = (entry.request.offset, entry.request.id);
+        current.add(dir, entry);
+        self.merge_neighbour(level, dir, new_key, limits);
+        Ok(())
+    }
+
+    fn insert(&mut self, request: Request, now: Nanos) {
+        let level = level_of(&request);
+        let dir = request.direction() as usize;
+        let fifo_time = now.saturating_add(self.fifo_expire[dir]);
+        let current = &mut self.levels[level];
+        current.add(dir, Entry { request, fifo_time });
+        current.pending += 1;
+        self.queued += 1;
+    }
+
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        if let Some(request) = self.requeued.pop_front() {
+            let level = level_of(&request);
+            self.levels[level].latest_pos[request.direction() as usize] = request.offset;
+            return Dispatch::Request(request);
+        }
+        if let Some(request) = self.dispatch_aged(now) {
+            return Dispatch::Request(request);
+        }
+        for level in 0..LEVELS {
+            if let Some(request) = self.dispatch_level(level, now, now) {
+                return Dispatch::Request(request);
+            }
+            if self.levels[level].pending > 0 {
+                break;
+            }
+        }
+        Dispatch::Empty
+    }
+
+    fn completed(&mut self, request: &Request, _now: Nanos) {
+        let level = &mut self.levels[level_of(request)];
+        assert!(
+            level.pending > 0,
+            "completion of a request this policy did not insert"
+        );
+        level.pending -= 1;
+    }
+
+    fn requeue(&mut self, request: Request, _now: Nanos) {
+        self.queued += 1;
+        self.requeued.push_back(request);
+    }
+
+    fn queued(&self) -> usize {
+        debug_assert_eq!(
+            self.queued,
+            self.requeued.len() + self.levels.iter().map(Level::queued).sum::<usize>()
+        );
+        self.queued
+    }
+
+    fn drain(&mut self, out: &mut Vec<Request>) {
+        out.extend(self.requeued.drain(..));
+        for level in &mut self.levels {
+            let mut entries: Vec<Entry> = Vec::with_capacity(level.queued());
+            for dir in 0..2 {
+                level.fifo[dir].clear();
+                entries.extend(std::mem::take(&mut level.sort[dir]).into_values());
+            }
+            entries.sort_by_key(|e| (e.request.arrival, e.request.id));
+            level.pending -= entries.len() as u32;
+            out.extend(entries.into_iter().map(|e| e.request));
+        }
+        self.queued = 0;
+    }
+
+    fn tunables(&self) -> &'static [TunableSpec] {
+        TUNABLES
+    }
+
+    fn tunable(&self, name: &str) -> Result<u64, TunableError> {
+        Ok(match name {
+            "read_expire" => self.fifo_expire[0] / MILLISECOND,
+            "write_expire" => self.fifo_expire[1] / MILLISECOND,
+            "writes_starved" => self.writes_starved,
+            "front_merges" => u64::from(self.front_merges),
+            "fifo_batch" => self.fifo_batch,
+            "prio_aging_expire" => self.prio_aging_expire / MILLISECOND,
+            _ => return Err(crate::tunable::unknown(name, TUNABLES)),
+        })
+    }
+
+    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+        let value = crate::tunable::find(TUNABLES, name)?.check(value)?;
+        match name {
+            "read_expire" => self.fifo_expire[0] = from_millis(value),
+            "write_expire" => self.fifo_expire[1] = from_millis(value),
+            "writes_starved" => self.writes_starved = value,
+            "front_merges" => self.front_merges = value == 1,
+            "fifo_batch" => self.fifo_batch = value,
+            "prio_aging_expire" => self.prio_aging_expire = from_millis(value),
+            _ => unreachable!("find() accepted only known names"),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ioprio::IoPrio;
+    use crate::testing::request;
+    use crate::Op;
+
+    fn take(policy: &mut Deadline, now: Nanos) -> Request {
+        match policy.dispatch(now) {
+            Dispatch::Request(request) => request,
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
+    // Proves a batch climbs in offset order from the first request and reads go before writes.
+    #[test]
+    fn sorted_batches_prefer_reads() {
+        let mut policy = Deadline::new();
+        policy.insert(request(1, Op::Write, 0, 4096), 0);
+        for (id, offset) in [(2, 300_000), (3, 100_000), (4, 200_000)] {
+            policy.insert(request(id, Op::Read, offset, 4096), 0);
+        }
+        let order: Vec<u64> = (0..4).map(|_| take(&mut policy, 1).id.0).collect();
+        // mq-deadline starts with last_dir = WRITE and an empty batch, so the first dispatch
+        // continues that "batch" with the write at 0. Then reads win the new batch, which climbs
+        // from the lowest offset.
+        assert_eq!(order, vec![1, 3, 4, 2]);
+    }
+
+    // Proves an expired read restarts at the FIFO head instead of continuing the sweep.
+    #[test]
+    fn expired_fifo_head_starts_the_batch() {
+        let mut policy = Deadline::new();
+        policy.set_tunable("fifo_batch", 1).unwrap();
+        policy.insert(request(1, Op::Read, 900_000, 4096), 0);
+        for (id, offset) in [(2, 100_000), (3, 200_000)] {
+            policy.insert(request(id, Op::Read, offset, 4096), 10 * MILLISECOND);
+        }
+        // At t=20ms nothing has expired: the sweep from 0 picks 100000 first.
+        assert_eq!(take(&mut policy, 20 * MILLISECOND).id.0, 2);
+        // At t=600ms #1 (queued at 0) has expired: it goes next although #3 is nearer.
+        assert_eq!(take(&mut policy, 600 * MILLISECOND).id.0, 1);
+        assert_eq!(take(&mut policy, 600 * MILLISECOND).id.0, 3);
+    }
+
+    // Proves writes get a batch after `writes_starved` read batches passed them over.
+    #[test]
+    fn writes_are_not_starved_forever() {
+        let mut policy = Deadline::new();
+        policy.set_tunable("fifo_batch", 1).unwrap();
+        policy.insert(request(100, Op::Write, 0, 4096), 0);
+        policy.insert(request(101, Op::Write, 1 << 30, 4096), 0);
+        for id in 0..10 {
+            policy.insert(request(id, Op::Read, 1_000_000 + id * 100_000, 4096), 0);
+        }
+        // The first dispatch continues mq-deadline's initial write batch; then reads pass the
+        // remaining write over twice (writes_starved = 2) before it gets its batch.
+        let dirs: Vec<Op> = (0..5).map(|_| take(&mut policy, 1).op).collect();
+        assert_eq!(
+            dirs,
+            vec![Op::Write, Op::Read, Op::Read, Op::Write, Op::Read]
+        );
+    }
+
+    // Proves strict levels: BE waits while an RT request is queued or in flight, unless aged.
+    #[test]
+    fn realtime_first_and_aging() {
+        let mut policy = Deadline::new();
+        let mut rt = request(1, Op::Read, 0, 4096);
+        rt.prio = IoPrio::new(IoPrioClass::Rt, 0).unwrap();
+        let mut rt2 = request(3, Op::Read, 8192, 4096);
+        rt2.prio = rt.prio;
+        policy.insert(request(2, Op::Read, 4096, 4096), 0);
+        policy.insert(rt, 0);
+        policy.insert(rt2, 0);
+        let first = take(&mut policy, 1);
+        assert_eq!(first.id.0, 1);
+        assert_eq!(take(&mut policy, 1).id.0, 3);
+        // Both RT requests are in flight: BE must wait for them.
+        assert_eq!(policy.dispatch(2), Dispatch::Empty);
+        // ... unless it has waited past prio_aging_expire.
+        assert_eq!(take(&mut policy, 10_001 * MILLISECOND).id.0, 2);
+        policy.completed(&first, 10_002 * MILLISECOND);
+    }
+
+    // Proves back, front and gap-filling merges within one direction and level.
+    #[test]
+    fn merges() {
+        let limits = MergeLimits {
+            max_request_bytes: 1 << 20,
+        };
+        let mut policy = Deadline::new();
+        policy.insert(request(1, Op::Read, 0, 4096), 0);
+        policy.insert(request(2, Op::Read, 8192, 4096), 5);
+        assert!(policy
+            .try_merge(request(3, Op::Read, 4096, 4096), limits, 6)
+            .is_ok());
+        assert_eq!(policy.queued(), 1);
+        assert!(policy
+            .try_merge(request(4, Op::Write, 12_288, 4096), limits, 6)
+            .is_err());
+        policy.set_tunable("front_merges", 0).unwrap();
+        policy.insert(request(5, Op::Read, 20_480, 4096), 7);
+        assert!(policy
+            .try_merge(request(6, Op::Read, 16_384, 4096), limits, 8)
+            .is_err());
+        let merged = take(&mut policy, 9);
+        assert_eq!(
+            (merged.offset, merged.len, merged.request_count()),
+            (0, 12_288, 3)
+        );
+        assert_eq!(policy.levels[1].pending, 2);
+    }
+}

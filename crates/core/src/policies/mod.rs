@@ -1,0 +1,80 @@
+//! Every policy iosched implements, and the catalog that builds them by name.
+
+pub mod deadline;
+pub mod noop;
+
+use crate::policy::Policy;
+use crate::tunable::TunableSpec;
+use std::fmt;
+
+/// A policy's entry in the catalog.
+pub struct PolicyInfo {
+    /// Name used on the command line.
+    pub name: &'static str,
+    /// Other accepted names (Linux's names where they differ).
+    pub aliases: &'static [&'static str],
+    /// One line on what it does.
+    pub summary: &'static str,
+    /// Its tunables and their defaults.
+    pub tunables: &'static [TunableSpec],
+    /// Builds a fresh instance with default tunables.
+    pub build: fn() -> Box<dyn Policy>,
+}
+
+/// No policy has the name asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownPolicy {
+    /// The name asked for.
+    pub name: String,
+}
+
+impl fmt::Display for UnknownPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let known: Vec<&str> = catalog().iter().map(|p| p.name).collect();
+        write!(
+            f,
+            "unknown policy {:?}; known: {}",
+            self.name,
+            known.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownPolicy {}
+
+static CATALOG: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "noop",
+        aliases: &["none"],
+        summary: "FIFO with front and back merging (Linux's none/noop)",
+        tunables: noop::TUNABLES,
+        build: || Box::new(noop::Noop::new()),
+    },
+    PolicyInfo {
+        name: "deadline",
+        aliases: &["mq-deadline"],
+        summary: "sector-sorted batches with read/write FIFO expiry and RT/BE/IDLE levels (Linux's mq-deadline)",
+        tunables: deadline::TUNABLES,
+        build: || Box::new(deadline::Deadline::new()),
+    },
+];
+
+/// Every policy, in the order `iosched policies` lists them.
+pub fn catalog() -> &'static [PolicyInfo] {
+    CATALOG
+}
+
+/// The catalog entry for `name` or one of its aliases.
+pub fn find(name: &str) -> Result<&'static PolicyInfo, UnknownPolicy> {
+    CATALOG
+        .iter()
+        .find(|p| p.name == name || p.aliases.contains(&name))
+        .ok_or_else(|| UnknownPolicy {
+            name: name.to_string(),
+        })
+}
+
+/// A fresh policy called `name`, with default tunables.
+pub fn build(name: &str) -> Result<Box<dyn Policy>, UnknownPolicy> {
+    find(name).map(|info| (info.build)())
+}

@@ -1,0 +1,104 @@
+//! The policy contract, modelled on Linux's `elevator_mq_ops` with time passed in.
+//!
+//! # Protocol
+//!
+//! An engine (the simulator, or the io_uring engine) drives a policy through an
+//! [`Elevator`](crate::Elevator), which adds the queue limits every Linux scheduler shares:
+//!
+//! 1. A request arrives: the engine offers it with [`Policy::try_merge`]. If the policy folds it
+//!    into a queued request, it is done. Otherwise, if the queue has room, [`Policy::insert`].
+//! 2. Whenever the device can take a command (after an insert, after a completion, or at the time
+//!    a policy asked to be woken), the engine calls [`Policy::dispatch`] until it stops returning
+//!    requests:
+//!    - [`Dispatch::Request`]: send this request to the device now.
+//!    - [`Dispatch::WaitUntil`]: the policy is deliberately idle (anticipation, token shortage,
+//!      `T_wait`) with work queued; ask again at that time, or earlier if a request arrives or
+//!      completes.
+//!    - [`Dispatch::Empty`]: nothing to send now (the queue is empty, or the policy holds its
+//!      requests until something completes); ask again after the next insert or completion.
+//! 3. The device finishes a request: [`Policy::completed`] with the request as dispatched.
+//!
+//! Policies never read a clock, never do I/O, never use unseeded randomness, and never hold more
+//! than the elevator lets in (`nr_requests`), so each is a state machine that is cheap to test.
+
+use crate::request::{MergeLimits, Request};
+use crate::time::Nanos;
+use crate::tunable::{TunableError, TunableSpec};
+
+/// What a policy wants the engine to do next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dispatch {
+    /// Send this request to the device now.
+    Request(Request),
+    /// Deliberately idle although work is queued; ask again at this time (or sooner, on the next
+    /// insert or completion).
+    WaitUntil(Nanos),
+    /// Nothing to send now; ask again after the next insert or completion.
+    Empty,
+}
+
+/// An I/O scheduling policy. Only `insert`, `dispatch` and the bookkeeping queries are required;
+/// the other hooks have defaults that do nothing, as unused `elevator_mq_ops` are left NULL.
+pub trait Policy: Send {
+    /// The policy's name as `iosched policies` lists it.
+    fn name(&self) -> &'static str;
+
+    /// Offers `request` for merging into a queued request (a bio merge, in kernel terms).
+    /// Returns `Ok(())` if it was absorbed; otherwise hands it back.
+    fn try_merge(
+        &mut self,
+        request: Request,
+        limits: MergeLimits,
+        now: Nanos,
+    ) -> Result<(), Request> {
+        let _ = (limits, now);
+        Err(request)
+    }
+
+    /// Queues `request`. The elevator guarantees room: at most `nr_requests` requests are ever
+    /// queued or in flight at once.
+    fn insert(&mut self, request: Request, now: Nanos);
+
+    /// Picks what the device should do next.
+    fn dispatch(&mut self, now: Nanos) -> Dispatch;
+
+    /// The device finished `request` (as it was dispatched, merged companions included).
+    fn completed(&mut self, request: &Request, now: Nanos) {
+        let _ = (request, now);
+    }
+
+    /// The device handed back a dispatched request unserved; it should go out again first.
+    /// The default queues it like a new request.
+    fn requeue(&mut self, request: Request, now: Nanos) {
+        self.insert(request, now);
+    }
+
+    /// Number of requests queued (not yet dispatched).
+    fn queued(&self) -> usize;
+
+    /// Whether any request is queued.
+    fn has_work(&self) -> bool {
+        self.queued() > 0
+    }
+
+    /// Removes every queued request, oldest first where the policy knows an order. Used when a
+    /// meta-policy hands its queue to another policy at run time.
+    fn drain(&mut self, out: &mut Vec<Request>);
+
+    /// The tunables this policy publishes.
+    fn tunables(&self) -> &'static [TunableSpec] {
+        &[]
+    }
+
+    /// The current value of tunable `name`, in its unit.
+    fn tunable(&self, name: &str) -> Result<u64, TunableError> {
+        Err(crate::tunable::unknown(name, self.tunables()))
+    }
+
+    /// Sets tunable `name` to `value` (in its unit; already range-checked by the caller through
+    /// [`TunableSpec::parse`] or [`TunableSpec::check`]).
+    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+        let _ = value;
+        Err(crate::tunable::unknown(name, self.tunables()))
+    }
+}

@@ -1,0 +1,341 @@
+//! The resolved job: what one fio job (one clone of it, when `numjobs` > 1) asks for, in typed
+//! form. The parser ([`crate::parse`]) produces these from job files; the simulator and the real
+//! engine consume them. Field names follow fio's option names.
+
+use iosched_core::{IoPrio, Nanos};
+use std::fmt;
+
+/// Where something was written: file and 1-based line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Location {
+    /// The job file (or included file) as named on the command line or in `include`.
+    pub file: String,
+    /// 1-based line number.
+    pub line: u32,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// An option fio documents that iosched accepts without acting on it, with the reason; the run
+/// prints these so that nothing is silently ignored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// Where the option was set.
+    pub location: Location,
+    /// The option's name.
+    pub option: String,
+    /// Why it has no effect here.
+    pub message: String,
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: note: {}: {}",
+            self.location, self.option, self.message
+        )
+    }
+}
+
+/// fio's `rw=` (alias `readwrite=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwMode {
+    /// `read`: sequential reads.
+    Read,
+    /// `write`: sequential writes.
+    Write,
+    /// `trim`: sequential trims.
+    Trim,
+    /// `randread`: random reads.
+    RandRead,
+    /// `randwrite`: random writes.
+    RandWrite,
+    /// `randtrim`: random trims.
+    RandTrim,
+    /// `rw` / `readwrite`: sequential mixed reads and writes (`rwmixread`).
+    ReadWrite,
+    /// `randrw`: random mixed reads and writes (`rwmixread`).
+    RandReadWrite,
+    /// `trimwrite`: sequential trim then write of the same block.
+    TrimWrite,
+    /// `randtrimwrite`: random trim then write of the same block.
+    RandTrimWrite,
+}
+
+impl RwMode {
+    /// Whether offsets are random.
+    pub fn is_random(self) -> bool {
+        matches!(
+            self,
+            RwMode::RandRead
+                | RwMode::RandWrite
+                | RwMode::RandTrim
+                | RwMode::RandReadWrite
+                | RwMode::RandTrimWrite
+        )
+    }
+
+    /// fio's name for the mode.
+    pub fn name(self) -> &'static str {
+        match self {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
+            RwMode::Trim => "trim",
+            RwMode::RandRead => "randread",
+            RwMode::RandWrite => "randwrite",
+            RwMode::RandTrim => "randtrim",
+            RwMode::ReadWrite => "rw",
+            RwMode::RandReadWrite => "randrw",
+            RwMode::TrimWrite => "trimwrite",
+            RwMode::RandTrimWrite => "randtrimwrite",
+        }
+    }
+}
+
+/// fio's three data directions, used to index per-direction settings and results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DataDir {
+    /// Reads.
+    Read = 0,
+    /// Writes.
+    Write = 1,
+    /// Trims (discards).
+    Trim = 2,
+}
+
+impl DataDir {
+    /// All three, in fio's order.
+    pub const ALL: [DataDir; 3] = [DataDir::Read, DataDir::Write, DataDir::Trim];
+
+    /// fio's JSON key for the direction.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataDir::Read => "read",
+            DataDir::Write => "write",
+            DataDir::Trim => "trim",
+        }
+    }
+}
+
+/// Block size choice for one direction (`bs`, `bsrange`, `bssplit`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum BlockSize {
+    /// Every I/O has this size in bytes.
+    Fixed(u64),
+    /// Uniformly chosen multiples of `min` between `min` and `max` inclusive (`bsrange`).
+    Range {
+        /// Smallest size in bytes.
+        min: u64,
+        /// Largest size in bytes.
+        max: u64,
+    },
+    /// Weighted choice (`bssplit`): (size in bytes, percent). Percentages sum to 100.
+    Split(Vec<(u64, u32)>),
+}
+
+impl BlockSize {
+    /// The smallest size this choice can produce.
+    pub fn min(&self) -> u64 {
+        match self {
+            BlockSize::Fixed(size) => *size,
+            BlockSize::Range { min, .. } => *min,
+            BlockSize::Split(parts) => parts.iter().map(|p| p.0).min().unwrap_or(0),
+        }
+    }
+
+    /// The largest size this choice can produce.
+    pub fn max(&self) -> u64 {
+        match self {
+            BlockSize::Fixed(size) => *size,
+            BlockSize::Range { max, .. } => *max,
+            BlockSize::Split(parts) => parts.iter().map(|p| p.0).max().unwrap_or(0),
+        }
+    }
+}
+
+/// A size that may be absolute or a share of the file or device (`size=20%`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Amount {
+    /// Bytes.
+    Bytes(u64),
+    /// Percent (0 < p <= 100) of the file or device size.
+    Percent(f64),
+}
+
+/// fio's `ioengine=`, reduced to what decides how I/O is issued.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// One I/O at a time, the next after the previous completes (`sync`, `psync`, `vsync`,
+    /// `pvsync`, `pvsync2`). `iodepth` has no effect, as in fio.
+    Sync {
+        /// The engine name as written.
+        name: String,
+    },
+    /// Up to `iodepth` I/Os in flight (`libaio`, `io_uring`, `posixaio`).
+    Async {
+        /// The engine name as written.
+        name: String,
+    },
+}
+
+impl Engine {
+    /// The engine name as written in the job file.
+    pub fn name(&self) -> &str {
+        match self {
+            Engine::Sync { name } | Engine::Async { name } => name,
+        }
+    }
+
+    /// Whether several I/Os may be in flight at once.
+    pub fn is_async(&self) -> bool {
+        matches!(self, Engine::Async { .. })
+    }
+}
+
+/// fio's `random_distribution=`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RandomDistribution {
+    /// Every block equally likely (the default).
+    Random,
+    /// Zipf with exponent theta (`zipf:1.2`).
+    Zipf(f64),
+    /// Pareto with power h (`pareto:0.9`).
+    Pareto(f64),
+    /// Gaussian with the deviation given in percent of the range (`normal:5`).
+    Normal(f64),
+    /// Access percentages over range percentages (`zoned:60/10:30/20:10/70`).
+    Zoned(Vec<(f64, f64)>),
+}
+
+/// One job clone, fully resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    /// The job's section name.
+    pub name: String,
+    /// Where the job's `[section]` header is.
+    pub location: Location,
+    /// Which clone of the job this is (0-based), `numjobs` being the count.
+    pub clone: u32,
+    /// The job's `numjobs`.
+    pub numjobs: u32,
+    /// Reporting group (fio's `groupid`), advanced by `stonewall` and `new_group`.
+    pub group_id: u32,
+    /// Wait for every earlier job to finish before starting (`stonewall`, `wait_for_previous`).
+    pub stonewall: bool,
+    /// Report all jobs of this group together (`group_reporting`).
+    pub group_reporting: bool,
+    /// Free text (`description`).
+    pub description: Option<String>,
+
+    /// Access pattern (`rw`).
+    pub rw: RwMode,
+    /// For random modes, how many I/Os go sequentially before a new random offset (`rw=randread:8`);
+    /// for sequential modes, the number of blocks skipped between I/Os plus one. Default 1.
+    pub rw_sequencer_nr: u32,
+    /// Percentage of mixed I/O that reads (`rwmixread`; `rwmixwrite` sets 100 minus it).
+    pub rwmixread: u32,
+    /// Block size choice for read, write and trim (`bs`, `bsrange`, `bssplit`).
+    pub bs: [BlockSize; 3],
+    /// Offsets are aligned to this many bytes (`blockalign`); defaults to the minimum block size.
+    pub blockalign: [u64; 3],
+
+    /// Target files (`filename`, split on ':'). fio's default is `jobname.clone.0`. A name under
+    /// `/dev/` is the raw device.
+    pub filenames: Vec<String>,
+    /// Bytes of the file(s) this job touches (`size`), `None` for the whole device.
+    pub size: Option<Amount>,
+    /// Bytes of I/O before the job ends (`io_size`, `io_limit`), if not `size`.
+    pub io_size: Option<u64>,
+    /// Start of the job's region within the file (`offset`).
+    pub offset: Amount,
+    /// Added to `offset` for each clone (`offset_increment`).
+    pub offset_increment: u64,
+    /// Number of passes over the region (`loops`).
+    pub loops: u32,
+
+    /// How I/O is issued (`ioengine`).
+    pub engine: Engine,
+    /// I/Os kept in flight by an async engine (`iodepth`).
+    pub iodepth: u32,
+    /// `O_DIRECT` (`direct`, or `buffered=0`).
+    pub direct: bool,
+    /// `O_SYNC` writes (`sync=1`).
+    pub sync_writes: bool,
+    /// Issue a flush after every this many writes (`fsync`, `fdatasync`); 0 never.
+    pub fsync_every: u32,
+    /// Flush when the job ends (`end_fsync`).
+    pub end_fsync: bool,
+
+    /// Stall after each thinktime block (`thinktime`).
+    pub thinktime: Nanos,
+    /// Part of the stall spent busy (`thinktime_spin`); it delays the same, but burns CPU in fio.
+    pub thinktime_spin: Nanos,
+    /// I/Os between stalls (`thinktime_blocks`).
+    pub thinktime_blocks: u32,
+    /// Bandwidth cap per direction in bytes/s (`rate`); 0 is unlimited.
+    pub rate: [u64; 3],
+    /// IOPS cap per direction (`rate_iops`); 0 is unlimited.
+    pub rate_iops: [u64; 3],
+
+    /// Stop after this long (`runtime`).
+    pub runtime: Option<Nanos>,
+    /// Keep going until `runtime`, looping over the region (`time_based`).
+    pub time_based: bool,
+    /// Run this long before statistics count (`ramp_time`).
+    pub ramp_time: Nanos,
+    /// Delay before the job starts: fixed, or uniformly drawn from a range (`startdelay=1-5`).
+    pub startdelay: (Nanos, Nanos),
+
+    /// I/O priority (`prioclass`, `prio`).
+    pub prio: IoPrio,
+    /// cgroup path (`cgroup`), normalised to start with '/'; "/" when not set.
+    pub cgroup: String,
+    /// cgroup weight for the job's group (`cgroup_weight`), if set.
+    pub cgroup_weight: Option<u32>,
+
+    /// Choose random offsets with replacement instead of covering every block once per pass
+    /// (`norandommap`).
+    pub norandommap: bool,
+    /// Same random sequence on every run (`randrepeat`, default true).
+    pub randrepeat: bool,
+    /// Explicit random seed (`randseed`).
+    pub randseed: Option<u64>,
+    /// Offset distribution for random I/O (`random_distribution`).
+    pub random_distribution: RandomDistribution,
+
+    /// Completion-latency percentiles to report (`percentile_list`), in percent.
+    pub percentile_list: Vec<f64>,
+    /// Whether to report percentiles at all (`clat_percentiles`/`lat_percentiles`).
+    pub clat_percentiles: bool,
+    /// Latency log prefix (`write_lat_log`), if logging.
+    pub write_lat_log: Option<String>,
+    /// Bandwidth log prefix (`write_bw_log`), if logging.
+    pub write_bw_log: Option<String>,
+    /// IOPS log prefix (`write_iops_log`), if logging.
+    pub write_iops_log: Option<String>,
+    /// Averaging window for bandwidth/IOPS logs in ms (`log_avg_msec`); 0 logs every I/O.
+    pub log_avg_msec: u32,
+
+    /// Every option as written after `[global]` inheritance, for fio's "job options" output.
+    pub options: Vec<(String, String)>,
+}
+
+/// fio's default `percentile_list`.
+pub const DEFAULT_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+/// A parsed job file: its jobs (clones expanded) and the notes on options without effect.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct JobFile {
+    /// Jobs in file order, clones of a job adjacent.
+    pub jobs: Vec<JobSpec>,
+    /// Options accepted without effect, with their reason.
+    pub notes: Vec<Note>,
+}

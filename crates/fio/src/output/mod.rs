@@ -1,0 +1,1 @@
+//! fio-compatible output (in progress).

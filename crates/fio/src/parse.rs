@@ -1,0 +1,1 @@
+//! fio job file parser (in progress).

@@ -1,0 +1,377 @@
+//! Measurements, recorded by the simulator and the real engine alike: latency distributions,
+//! per-direction counters and bandwidth/IOPS time series.
+
+use crate::job::DataDir;
+use hdrhistogram::Histogram;
+use iosched_core::{IoPrio, Nanos};
+
+/// Highest latency a histogram resolves: one hour. Longer samples are clamped to it (and still
+/// counted exactly in min/max/mean).
+pub const LATENCY_NS_MAX: u64 = 3_600 * 1_000_000_000;
+
+/// Significant decimal digits kept by latency histograms: 0.1% relative error, finer than fio's
+/// own log-linear histogram (about 1.5%).
+pub const LATENCY_SIGNIFICANT_DIGITS: u8 = 3;
+
+/// A latency distribution: exact count, min, max, mean and standard deviation (Welford), and an
+/// HDR histogram for percentiles. The histogram is allocated on the first sample.
+#[derive(Clone, Debug, Default)]
+pub struct Latency {
+    histogram: Option<Box<Histogram<u64>>>,
+    count: u64,
+    min: u64,
+    max: u64,
+    mean: f64,
+    m2: f64,
+}
+
+impl Latency {
+    /// An empty distribution.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records one sample of `nanos`.
+    pub fn record(&mut self, nanos: u64) {
+        let histogram = self.histogram.get_or_insert_with(|| {
+            Box::new(
+                Histogram::new_with_bounds(1, LATENCY_NS_MAX, LATENCY_SIGNIFICANT_DIGITS)
+                    .expect("static histogram bounds are valid"),
+            )
+        });
+        histogram.saturating_record(nanos.clamp(1, LATENCY_NS_MAX));
+        if self.count == 0 {
+            self.min = nanos;
+            self.max = nanos;
+        } else {
+            self.min = self.min.min(nanos);
+            self.max = self.max.max(nanos);
+        }
+        self.count += 1;
+        let delta = nanos as f64 - self.mean;
+        self.mean += delta / self.count as f64;
+        self.m2 += delta * (nanos as f64 - self.mean);
+    }
+
+    /// Adds every sample of `other` (for group reporting).
+    pub fn merge(&mut self, other: &Latency) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = other.clone();
+            return;
+        }
+        let histogram = self.histogram.as_mut().expect("non-empty has a histogram");
+        histogram
+            .add(
+                other
+                    .histogram
+                    .as_ref()
+                    .expect("non-empty has a histogram")
+                    .as_ref(),
+            )
+            .expect("same bounds");
+        let total = self.count + other.count;
+        let delta = other.mean - self.mean;
+        self.m2 +=
+            other.m2 + delta * delta * (self.count as f64 * other.count as f64) / total as f64;
+        self.mean += delta * other.count as f64 / total as f64;
+        self.count = total;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// Number of samples.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Smallest sample (0 when empty).
+    pub fn min(&self) -> u64 {
+        self.min
+    }
+
+    /// Largest sample (0 when empty).
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Mean (0 when empty).
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+
+    /// Sample standard deviation, as fio reports it (0 with fewer than two samples).
+    pub fn stddev(&self) -> f64 {
+        if self.count < 2 {
+            0.0
+        } else {
+            (self.m2 / (self.count - 1) as f64).sqrt()
+        }
+    }
+
+    /// The value at `percent` (0..=100), from the histogram; 0 when empty.
+    pub fn percentile(&self, percent: f64) -> u64 {
+        match &self.histogram {
+            Some(histogram) => histogram.value_at_quantile(percent / 100.0).min(self.max),
+            None => 0,
+        }
+    }
+
+    /// Fraction of samples at or below `nanos` (0 when empty).
+    pub fn fraction_at_or_below(&self, nanos: u64) -> f64 {
+        match &self.histogram {
+            Some(histogram) if self.count > 0 => {
+                histogram.count_between(0, nanos.min(LATENCY_NS_MAX)) as f64
+                    / histogram.len() as f64
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// The distribution as (value, cumulative fraction) steps, one per populated histogram
+    /// bucket, for drawing CDFs.
+    pub fn cdf(&self) -> Vec<(u64, f64)> {
+        let Some(histogram) = &self.histogram else {
+            return Vec::new();
+        };
+        let total = histogram.len() as f64;
+        let mut seen = 0u64;
+        histogram
+            .iter_recorded()
+            .map(|bucket| {
+                seen += bucket.count_since_last_iteration();
+                (
+                    histogram.highest_equivalent(bucket.value_iterated_to()),
+                    seen as f64 / total,
+                )
+            })
+            .collect()
+    }
+}
+
+/// Bytes and I/Os completed per fixed window of time, from the start of measurement.
+#[derive(Clone, Debug)]
+pub struct TimeSeries {
+    /// Window length.
+    pub interval: Nanos,
+    /// Bytes completed in each window.
+    pub bytes: Vec<u64>,
+    /// I/Os completed in each window.
+    pub ios: Vec<u64>,
+}
+
+/// fio's default averaging window for bandwidth and IOPS statistics (`bw_avg_time`,
+/// `iops_avg_time`): 500 ms.
+pub const DEFAULT_SAMPLE_INTERVAL: Nanos = 500_000_000;
+
+/// Upper bound on windows kept, so a very long run cannot grow a series without limit: at the
+/// default 500 ms window this covers 24 hours. Later samples fold into the last window.
+pub const TIME_SERIES_WINDOWS_MAX: usize = 172_800;
+
+impl TimeSeries {
+    /// An empty series with windows of `interval`.
+    pub fn new(interval: Nanos) -> Self {
+        assert!(interval > 0);
+        TimeSeries {
+            interval,
+            bytes: Vec::new(),
+            ios: Vec::new(),
+        }
+    }
+
+    /// Counts an I/O of `bytes` completed `since_start` after measurement began.
+    pub fn record(&mut self, since_start: Nanos, bytes: u64) {
+        let window = ((since_start / self.interval) as usize).min(TIME_SERIES_WINDOWS_MAX - 1);
+        if self.bytes.len() <= window {
+            self.bytes.resize(window + 1, 0);
+            self.ios.resize(window + 1, 0);
+        }
+        self.bytes[window] += bytes;
+        self.ios[window] += 1;
+    }
+
+    /// Pads the series with empty windows up to `duration` (so idle periods show as zero).
+    pub fn extend_to(&mut self, duration: Nanos) {
+        let windows = ((duration / self.interval) as usize).min(TIME_SERIES_WINDOWS_MAX);
+        if self.bytes.len() < windows {
+            self.bytes.resize(windows, 0);
+            self.ios.resize(windows, 0);
+        }
+    }
+
+    /// Bandwidth per complete window in bytes/s.
+    pub fn bandwidth_samples(&self, duration: Nanos) -> Vec<f64> {
+        let complete = self.complete_windows(duration);
+        let per_second = 1e9 / self.interval as f64;
+        self.bytes[..complete]
+            .iter()
+            .map(|&b| b as f64 * per_second)
+            .collect()
+    }
+
+    /// IOPS per complete window.
+    pub fn iops_samples(&self, duration: Nanos) -> Vec<f64> {
+        let complete = self.complete_windows(duration);
+        let per_second = 1e9 / self.interval as f64;
+        self.ios[..complete]
+            .iter()
+            .map(|&n| n as f64 * per_second)
+            .collect()
+    }
+
+    fn complete_windows(&self, duration: Nanos) -> usize {
+        ((duration / self.interval) as usize).min(self.bytes.len())
+    }
+}
+
+/// Everything measured for one data direction of one job.
+#[derive(Clone, Debug)]
+pub struct DirStats {
+    /// Bytes completed.
+    pub io_bytes: u64,
+    /// I/Os completed.
+    pub total_ios: u64,
+    /// I/Os that transferred less than asked.
+    pub short_ios: u64,
+    /// I/Os dropped.
+    pub drop_ios: u64,
+    /// Submission latency: from the I/O's creation until the scheduler took it. Only async
+    /// engines report it, as fio does; for sync engines that wait is part of `clat`.
+    pub slat: Latency,
+    /// Completion latency: from submission until completion.
+    pub clat: Latency,
+    /// Total latency: from creation until completion.
+    pub lat: Latency,
+    /// Completion latency by I/O priority, for fio's `prios` array.
+    pub prio_clat: Vec<(IoPrio, Latency)>,
+    /// Completions over time.
+    pub series: TimeSeries,
+}
+
+impl DirStats {
+    /// Empty statistics with time-series windows of `interval`.
+    pub fn new(interval: Nanos) -> Self {
+        DirStats {
+            io_bytes: 0,
+            total_ios: 0,
+            short_ios: 0,
+            drop_ios: 0,
+            slat: Latency::new(),
+            clat: Latency::new(),
+            lat: Latency::new(),
+            prio_clat: Vec::new(),
+            series: TimeSeries::new(interval),
+        }
+    }
+
+    /// Records one completed I/O. `slat` is `None` for sync engines.
+    pub fn record(
+        &mut self,
+        bytes: u64,
+        slat: Option<Nanos>,
+        clat: Nanos,
+        prio: IoPrio,
+        since_start: Nanos,
+    ) {
+        self.io_bytes += bytes;
+        self.total_ios += 1;
+        if let Some(slat) = slat {
+            self.slat.record(slat);
+        }
+        self.clat.record(clat);
+        self.lat.record(clat + slat.unwrap_or(0));
+        match self.prio_clat.iter_mut().find(|(p, _)| *p == prio) {
+            Some((_, latency)) => latency.record(clat),
+            None => {
+                let mut latency = Latency::new();
+                latency.record(clat);
+                self.prio_clat.push((prio, latency));
+                self.prio_clat.sort_by_key(|(p, _)| *p);
+            }
+        }
+        self.series.record(since_start, bytes);
+    }
+
+    /// Adds `other` into this (group reporting).
+    pub fn merge(&mut self, other: &DirStats) {
+        self.io_bytes += other.io_bytes;
+        self.total_ios += other.total_ios;
+        self.short_ios += other.short_ios;
+        self.drop_ios += other.drop_ios;
+        self.slat.merge(&other.slat);
+        self.clat.merge(&other.clat);
+        self.lat.merge(&other.lat);
+        for (prio, latency) in &other.prio_clat {
+            match self.prio_clat.iter_mut().find(|(p, _)| p == prio) {
+                Some((_, mine)) => mine.merge(latency),
+                None => self.prio_clat.push((*prio, latency.clone())),
+            }
+        }
+        self.prio_clat.sort_by_key(|(p, _)| *p);
+        if self.series.bytes.len() < other.series.bytes.len() {
+            self.series.bytes.resize(other.series.bytes.len(), 0);
+            self.series.ios.resize(other.series.ios.len(), 0);
+        }
+        for (window, (&bytes, &ios)) in other.series.bytes.iter().zip(&other.series.ios).enumerate()
+        {
+            self.series.bytes[window] += bytes;
+            self.series.ios[window] += ios;
+        }
+    }
+}
+
+/// fio's `iodepth_level` buckets: 1, 2, 4, 8, 16, 32, >=64.
+pub const IODEPTH_LEVELS: usize = 7;
+
+/// Index of the `iodepth_level` bucket for `depth` I/Os in flight.
+pub fn iodepth_bucket(depth: u32) -> usize {
+    match depth {
+        0..=1 => 0,
+        2..=3 => 1,
+        4..=7 => 2,
+        8..=15 => 3,
+        16..=31 => 4,
+        32..=63 => 5,
+        _ => 6,
+    }
+}
+
+/// Results of one job clone.
+#[derive(Clone, Debug)]
+pub struct JobResult {
+    /// Job name.
+    pub name: String,
+    /// Reporting group.
+    pub group_id: u32,
+    /// Clone index.
+    pub clone: u32,
+    /// The job's `numjobs`.
+    pub numjobs: u32,
+    /// Whether the group reports its jobs as one.
+    pub group_reporting: bool,
+    /// Options as written, for "job options".
+    pub options: Vec<(String, String)>,
+    /// Percentiles to report.
+    pub percentile_list: Vec<f64>,
+    /// Read, write and trim statistics.
+    pub dirs: [DirStats; 3],
+    /// Flush (fsync) latency.
+    pub sync: Latency,
+    /// Measured run time (after `ramp_time`).
+    pub runtime: Nanos,
+    /// When measurement started, on the engine's clock.
+    pub measure_start: Nanos,
+    /// Samples of I/Os in flight at each submission, by [`iodepth_bucket`].
+    pub iodepth_levels: [u64; IODEPTH_LEVELS],
+    /// Non-zero if the job failed (fio's `error`).
+    pub error: i32,
+}
+
+impl JobResult {
+    /// Statistics of direction `dir`.
+    pub fn dir(&self, dir: DataDir) -> &DirStats {
+        &self.dirs[dir as usize]
+    }
+}
