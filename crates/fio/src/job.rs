@@ -346,7 +346,10 @@ impl JobSpec {
     pub fn new(name: &str) -> Self {
         JobSpec {
             name: name.to_string(),
-            location: Location { file: String::new(), line: 0 },
+            location: Location {
+                file: String::new(),
+                line: 0,
+            },
             clone: 0,
             numjobs: 1,
             group_id: 0,
@@ -356,7 +359,11 @@ impl JobSpec {
             rw: RwMode::Read,
             rw_sequencer_nr: 1,
             rwmixread: 50,
-            bs: [BlockSize::Fixed(4096), BlockSize::Fixed(4096), BlockSize::Fixed(4096)],
+            bs: [
+                BlockSize::Fixed(4096),
+                BlockSize::Fixed(4096),
+                BlockSize::Fixed(4096),
+            ],
             blockalign: [4096; 3],
             filenames: vec![format!("{name}.0.0")],
             size: None,
@@ -364,7 +371,9 @@ impl JobSpec {
             offset: Amount::Bytes(0),
             offset_increment: 0,
             loops: 1,
-            engine: Engine::Sync { name: "psync".into() },
+            engine: Engine::Sync {
+                name: "psync".into(),
+            },
             iodepth: 1,
             direct: false,
             sync_writes: false,

@@ -1,0 +1,881 @@
+//! The event loop: jobs issue requests, the elevator schedules them, the device serves them.
+//!
+//! # How a run proceeds
+//!
+//! Every state change happens at an event popped from the [`EventQueue`] in (time, sequence)
+//! order: a job starting (after `startdelay`, or when a stonewall opens), a job waking (after
+//! think time or a rate delay), a job's runtime ending, the device's next internal event, or the
+//! policy's requested wake-up. After each event the loop *settles*: it moves the device to the
+//! current time and handles its completions (which let jobs issue their next I/O), admits
+//! submitters that waited for a free scheduler request, and dispatches to the device while it
+//! has room and the policy offers requests. Then it schedules the device's and the policy's
+//! next wake-ups. Wake-ups carry a generation number so that a superseded one is ignored.
+//!
+//! When every job has finished, the loop keeps going until the device and the elevator are
+//! empty, so every request issued completes exactly once.
+
+use crate::device::{self, Device};
+use crate::event::EventQueue;
+use crate::layout::{self, Layout};
+use crate::random::{derive_seed, Rng};
+use crate::workload::{Generator, NextIo};
+use crate::SimError;
+use iosched_core::{
+    policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, IoPrio, Nanos,
+    Op, Request, RequestId,
+};
+use iosched_fio::stats::{iodepth_bucket, DEFAULT_SAMPLE_INTERVAL, IODEPTH_LEVELS};
+use iosched_fio::{
+    DataDir, DirStats, DiskUtil, JobFile, JobResult, JobSpec, Latency, Parameter, RunReport,
+};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+/// What to simulate: the seed, the policy and the device.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// The one seed every random choice derives from.
+    pub seed: u64,
+    /// Policy name (see `iosched policies`).
+    pub policy: String,
+    /// Queue and policy tunables to set, by name, as text.
+    pub policy_settings: Vec<(String, String)>,
+    /// Device model name (see `iosched devices`).
+    pub device: String,
+    /// Device parameters to set, by name, as text.
+    pub device_settings: Vec<(String, String)>,
+    /// Simulated time after which the run is abandoned as runaway.
+    pub time_limit: Nanos,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 1,
+            policy: "deadline".into(),
+            policy_settings: Vec::new(),
+            device: "hdd".into(),
+            device_settings: Vec::new(),
+            time_limit: 7 * 24 * 3600 * SECOND,
+        }
+    }
+}
+
+/// Seed stream reserved for the device; jobs use their index.
+const DEVICE_STREAM: u64 = u64::MAX;
+/// Seed streams for start delays are offset so they never share a job's I/O stream.
+const STARTDELAY_STREAM_BASE: u64 = 1 << 32;
+
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    JobStart(u32),
+    JobWake(u32),
+    JobDeadline(u32),
+    Device(u64),
+    PolicyWake(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for its start time or for a stonewall.
+    Pending,
+    /// Issuing I/O.
+    Running,
+    /// Issues nothing more; waits for its I/O in flight.
+    Draining,
+    /// Finished.
+    Done,
+}
+
+/// An I/O a job issued, from creation to completion.
+#[derive(Clone, Copy, Debug)]
+struct Io {
+    job: u32,
+    dir: DataDir,
+    flush: bool,
+    bytes: u64,
+    prio: IoPrio,
+    created: Nanos,
+    admitted: Nanos,
+    /// When the request carrying it reached the device.
+    dispatched: Nanos,
+    /// Position of that dispatch among all dispatches of the run.
+    dispatch_order: u64,
+}
+
+struct JobRun {
+    spec: JobSpec,
+    flow: FlowId,
+    group: GroupId,
+    phase: Phase,
+    depth: u32,
+    generator: Generator,
+    /// The next I/O, drawn but held back by a rate limit.
+    staged: Option<NextIo>,
+    in_flight: u32,
+    started_at: Nanos,
+    measure_start: Nanos,
+    deadline: Option<Nanos>,
+    bytes_limit: Option<u64>,
+    bytes_issued: u64,
+    ios_issued: u64,
+    rate_bytes: [u64; 3],
+    rate_ios: [u64; 3],
+    wake_at: Option<Nanos>,
+    /// Waiting for every I/O in flight to complete before thinking (fio's `io_u_quiesce`).
+    quiescing: bool,
+    thinking_until: Option<Nanos>,
+    writes_since_flush: u32,
+    end_fsync_issued: bool,
+    ended_at: Nanos,
+    result: JobResult,
+}
+
+/// Device counters kept by the engine, as /proc/diskstats keeps them.
+#[derive(Clone, Copy, Debug, Default)]
+struct DiskAccounting {
+    in_device: u64,
+    last_change: Nanos,
+    busy_since: Nanos,
+    busy: Nanos,
+    in_queue_area: u128,
+    ios: [u64; 2],
+    ticks: [Nanos; 2],
+    merges: [u64; 2],
+}
+
+/// A simulation in progress.
+pub struct Simulation {
+    now: Nanos,
+    events: EventQueue<Event>,
+    elevator: Elevator,
+    device: Box<dyn Device>,
+    jobs: Vec<JobRun>,
+    ios: FxHashMap<u64, Io>,
+    /// Requests waiting for a free scheduler request (`nr_requests`), first come first served.
+    blocked: VecDeque<Request>,
+    next_request_id: u64,
+    device_wake: Option<Nanos>,
+    device_generation: u64,
+    policy_wake: Option<Nanos>,
+    policy_generation: u64,
+    done: Vec<(Nanos, Request)>,
+    disk: DiskAccounting,
+    seed: u64,
+    time_limit: Nanos,
+    groups: Groups,
+    notes: Vec<String>,
+    /// Total original requests issued and completed, for the exactly-once invariant.
+    issued_total: u64,
+    completed_total: u64,
+    dispatches: u64,
+    trace: Option<Vec<TraceEntry>>,
+}
+
+/// One request's life, recorded when tracing (for tests of the exactly-once and ordering
+/// properties).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceEntry {
+    /// The original request.
+    pub id: RequestId,
+    /// Its direction.
+    pub op: Op,
+    /// When it entered the scheduler.
+    pub admitted: Nanos,
+    /// When the request that carried it was dispatched.
+    pub dispatched: Nanos,
+    /// Position of that dispatch among all dispatches of the run (0, 1, 2, ...).
+    pub dispatch_order: u64,
+    /// When it completed.
+    pub completed: Nanos,
+    /// The id of the request that carried it to the device (itself unless merged).
+    pub carrier: RequestId,
+}
+
+impl Simulation {
+    /// Prepares a run of `file`'s jobs under `config`.
+    pub fn new(config: &SimConfig, file: &JobFile) -> Result<Self, SimError> {
+        if file.jobs.is_empty() {
+            return Err(SimError::new("the job file defines no jobs"));
+        }
+        let device = device::build(
+            &config.device,
+            &config.device_settings,
+            derive_seed(config.seed, DEVICE_STREAM),
+        )
+        .map_err(|e| SimError::new(e.to_string()))?;
+        let policy = policies::build(&config.policy).map_err(|e| SimError::new(e.to_string()))?;
+        let nr_requests = iosched_core::elevator::default_nr_requests(device.queue_depth());
+        let mut elevator = Elevator::new(policy, nr_requests);
+        for (name, value) in &config.policy_settings {
+            elevator
+                .set(name, value)
+                .map_err(|e| SimError::new(e.to_string()))?;
+        }
+        let layout: Layout = layout::plan(&file.jobs, device.capacity())?;
+        let mut groups = Groups::new();
+        let mut jobs = Vec::with_capacity(file.jobs.len());
+        for (index, spec) in file.jobs.iter().enumerate() {
+            jobs.push(Self::job_run(
+                config.seed,
+                index,
+                spec,
+                &layout,
+                &mut groups,
+            )?);
+        }
+        let notes = file.notes.iter().map(|n| n.to_string()).collect();
+        Ok(Simulation {
+            now: 0,
+            events: EventQueue::new(),
+            elevator,
+            device,
+            jobs,
+            ios: FxHashMap::default(),
+            blocked: VecDeque::new(),
+            next_request_id: 0,
+            device_wake: None,
+            device_generation: 0,
+            policy_wake: None,
+            policy_generation: 0,
+            done: Vec::new(),
+            disk: DiskAccounting::default(),
+            seed: config.seed,
+            time_limit: config.time_limit,
+            groups,
+            notes,
+            issued_total: 0,
+            completed_total: 0,
+            dispatches: 0,
+            trace: None,
+        })
+    }
+
+    fn job_run(
+        seed: u64,
+        index: usize,
+        spec: &JobSpec,
+        layout: &Layout,
+        groups: &mut Groups,
+    ) -> Result<JobRun, SimError> {
+        let regions = &layout.job_regions[index];
+        if spec.time_based && spec.runtime.is_none() {
+            return Err(SimError::job(spec, "time_based needs a runtime"));
+        }
+        let group = groups
+            .intern(&spec.cgroup)
+            .map_err(|e| SimError::job(spec, &e.to_string()))?;
+        let stream_seed = match spec.randseed {
+            Some(randseed) => derive_seed(randseed, u64::from(spec.clone)),
+            None => derive_seed(seed, index as u64),
+        };
+        let region_bytes: u64 = regions.iter().map(|r| r.len).sum();
+        let bytes_limit = if spec.time_based {
+            None
+        } else {
+            Some(
+                spec.io_size
+                    .unwrap_or(region_bytes.saturating_mul(u64::from(spec.loops.max(1)))),
+            )
+        };
+        let depth = if spec.engine.is_async() {
+            spec.iodepth.max(1)
+        } else {
+            1
+        };
+        let result = JobResult {
+            name: spec.name.clone(),
+            group_id: spec.group_id,
+            clone: spec.clone,
+            numjobs: spec.numjobs,
+            group_reporting: spec.group_reporting,
+            options: spec.options.clone(),
+            percentile_list: spec.percentile_list.clone(),
+            dirs: std::array::from_fn(|_| DirStats::new(DEFAULT_SAMPLE_INTERVAL)),
+            sync: Latency::new(),
+            runtime: 0,
+            measure_start: 0,
+            iodepth_levels: [0; IODEPTH_LEVELS],
+            error: 0,
+        };
+        Ok(JobRun {
+            spec: spec.clone(),
+            flow: FlowId(index as u32),
+            group,
+            phase: Phase::Pending,
+            depth,
+            generator: Generator::new(spec, regions, Rng::new(stream_seed)),
+            staged: None,
+            in_flight: 0,
+            started_at: 0,
+            measure_start: 0,
+            deadline: None,
+            bytes_limit,
+            bytes_issued: 0,
+            ios_issued: 0,
+            rate_bytes: [0; 3],
+            rate_ios: [0; 3],
+            wake_at: None,
+            quiescing: false,
+            thinking_until: None,
+            writes_since_flush: 0,
+            end_fsync_issued: false,
+            ended_at: 0,
+            result,
+        })
+    }
+
+    /// Records every request's life for inspection with [`Simulation::trace`].
+    pub fn enable_trace(&mut self) {
+        self.trace = Some(Vec::new());
+    }
+
+    /// The recorded trace (empty unless enabled).
+    pub fn trace(&self) -> &[TraceEntry] {
+        self.trace.as_deref().unwrap_or(&[])
+    }
+
+    /// The group table built from the jobs' `cgroup` options.
+    pub fn groups(&self) -> &Groups {
+        &self.groups
+    }
+
+    /// Original requests issued and completed so far.
+    pub fn request_totals(&self) -> (u64, u64) {
+        (self.issued_total, self.completed_total)
+    }
+
+    /// Runs to the end and reports.
+    pub fn run(&mut self) -> Result<RunReport, SimError> {
+        self.schedule_starts();
+        while let Some((time, event)) = self.events.pop() {
+            debug_assert!(time >= self.now, "time went backwards");
+            if time > self.time_limit {
+                return Err(SimError::new(format!(
+                    "the run passed {} simulated seconds without finishing; set runtime= or a smaller size=",
+                    self.time_limit / SECOND
+                )));
+            }
+            self.now = time;
+            match event {
+                Event::JobStart(job) => self.start_job(job as usize),
+                Event::JobWake(job) => {
+                    let run = &mut self.jobs[job as usize];
+                    if run.wake_at == Some(time) {
+                        run.wake_at = None;
+                        self.pump_job(job as usize);
+                    }
+                }
+                Event::JobDeadline(job) => self.deadline(job as usize),
+                Event::Device(generation) => {
+                    if generation != self.device_generation {
+                        continue;
+                    }
+                    self.device_wake = None;
+                }
+                Event::PolicyWake(generation) => {
+                    if generation != self.policy_generation {
+                        continue;
+                    }
+                    self.policy_wake = None;
+                }
+            }
+            self.settle();
+        }
+        assert_eq!(self.elevator.queued(), 0, "requests left in the scheduler");
+        assert_eq!(self.device.in_flight(), 0, "commands left in the device");
+        assert!(self.blocked.is_empty(), "submitters left waiting");
+        assert_eq!(
+            self.issued_total, self.completed_total,
+            "a request was lost or duplicated"
+        );
+        assert!(self.ios.is_empty());
+        Ok(self.report())
+    }
+
+    fn schedule_starts(&mut self) {
+        for index in 0..self.jobs.len() {
+            if self.barrier_open(index) {
+                let delay = self.start_delay(index);
+                self.events
+                    .push(self.now + delay, Event::JobStart(index as u32));
+            }
+        }
+    }
+
+    /// Whether every job before the last stonewall at or before `index` is done.
+    fn barrier_open(&self, index: usize) -> bool {
+        let wall = (1..=index)
+            .rev()
+            .find(|&i| self.jobs[i].spec.stonewall)
+            .unwrap_or(0);
+        self.jobs[..wall].iter().all(|j| j.phase == Phase::Done)
+    }
+
+    fn start_delay(&self, index: usize) -> Nanos {
+        let (low, high) = self.jobs[index].spec.startdelay;
+        if high <= low {
+            return low;
+        }
+        let mut rng = Rng::new(derive_seed(
+            self.seed,
+            STARTDELAY_STREAM_BASE + index as u64,
+        ));
+        low + rng.below(high - low + 1)
+    }
+
+    fn start_job(&mut self, index: usize) {
+        let now = self.now;
+        let run = &mut self.jobs[index];
+        debug_assert_eq!(run.phase, Phase::Pending);
+        run.phase = Phase::Running;
+        run.started_at = now;
+        run.measure_start = now + run.spec.ramp_time;
+        run.result.measure_start = run.measure_start;
+        run.deadline = run.spec.runtime.map(|runtime| run.measure_start + runtime);
+        if let Some(deadline) = run.deadline {
+            self.events.push(deadline, Event::JobDeadline(index as u32));
+        }
+        self.pump_job(index);
+    }
+
+    fn deadline(&mut self, index: usize) {
+        let run = &mut self.jobs[index];
+        if run.phase == Phase::Running {
+            run.phase = Phase::Draining;
+            run.staged = None;
+            if run.in_flight == 0 {
+                self.finish_job(index);
+            }
+        }
+    }
+
+    fn schedule_job_wake(&mut self, index: usize, at: Nanos) {
+        let run = &mut self.jobs[index];
+        if run.wake_at.is_some_and(|t| t <= at) {
+            return;
+        }
+        run.wake_at = Some(at);
+        self.events.push(at, Event::JobWake(index as u32));
+    }
+
+    /// Issues as much I/O as job `index` may issue now.
+    fn pump_job(&mut self, index: usize) {
+        let now = self.now;
+        loop {
+            let run = &mut self.jobs[index];
+            if run.phase != Phase::Running {
+                return;
+            }
+            if run.quiescing {
+                if run.in_flight > 0 {
+                    return;
+                }
+                run.quiescing = false;
+                let until = now + run.spec.thinktime;
+                run.thinking_until = Some(until);
+                self.schedule_job_wake(index, until);
+                return;
+            }
+            if let Some(until) = run.thinking_until {
+                if now < until {
+                    return;
+                }
+                run.thinking_until = None;
+            }
+            if run.in_flight >= run.depth {
+                return;
+            }
+            if run.spec.fsync_every > 0 && run.writes_since_flush >= run.spec.fsync_every {
+                run.writes_since_flush = 0;
+                self.issue_flush(index);
+                continue;
+            }
+            let limit_reached = run
+                .bytes_limit
+                .is_some_and(|limit| run.bytes_issued >= limit);
+            if limit_reached && run.staged.is_none() {
+                run.phase = Phase::Draining;
+                if run.in_flight == 0 {
+                    self.finish_job(index);
+                }
+                return;
+            }
+            let io = *run.staged.get_or_insert_with(|| run.generator.next_io());
+            let dir = io.dir as usize;
+            let mut allowed = now;
+            // fio's linear rate process: the n-th byte (or I/O) may go at start + n / rate.
+            if let Some(since) = (u128::from(run.rate_bytes[dir]) * u128::from(SECOND))
+                .checked_div(u128::from(run.spec.rate[dir]))
+            {
+                allowed = allowed.max(run.started_at + since as Nanos);
+            }
+            if let Some(since) = (run.rate_ios[dir] * SECOND).checked_div(run.spec.rate_iops[dir]) {
+                allowed = allowed.max(run.started_at + since);
+            }
+            if allowed > now {
+                self.schedule_job_wake(index, allowed);
+                return;
+            }
+            run.staged = None;
+            self.issue(index, io);
+            let run = &mut self.jobs[index];
+            if run.spec.thinktime > 0
+                && run.ios_issued % u64::from(run.spec.thinktime_blocks.max(1)) == 0
+            {
+                run.quiescing = true;
+            }
+        }
+    }
+
+    fn new_request(&mut self, index: usize, op: Op, offset: u64, len: u64, sync: bool) -> Request {
+        let id = RequestId(self.next_request_id);
+        self.next_request_id += 1;
+        let run = &self.jobs[index];
+        Request::new(
+            id,
+            op,
+            offset,
+            len,
+            sync,
+            run.spec.prio,
+            run.flow,
+            run.group,
+            self.now,
+        )
+    }
+
+    fn issue(&mut self, index: usize, io: NextIo) {
+        let run = &self.jobs[index];
+        let (op, sync) = match io.dir {
+            DataDir::Read => (Op::Read, true),
+            // O_DIRECT and O_SYNC writes are synchronous (REQ_SYNC); buffered writeback is not.
+            DataDir::Write => (Op::Write, run.spec.direct || run.spec.sync_writes),
+            DataDir::Trim => (Op::Discard, true),
+        };
+        let request = self.new_request(index, op, io.offset, io.len, sync);
+        let now = self.now;
+        let run = &mut self.jobs[index];
+        run.in_flight += 1;
+        run.ios_issued += 1;
+        run.bytes_issued += io.len;
+        run.rate_bytes[io.dir as usize] += io.len;
+        run.rate_ios[io.dir as usize] += 1;
+        if io.dir == DataDir::Write {
+            run.writes_since_flush += 1;
+        }
+        if now >= run.measure_start {
+            run.result.iodepth_levels[iodepth_bucket(run.in_flight)] += 1;
+        }
+        let record = Io {
+            job: index as u32,
+            dir: io.dir,
+            flush: false,
+            bytes: io.len,
+            prio: run.spec.prio,
+            created: now,
+            admitted: now,
+            dispatched: 0,
+            dispatch_order: 0,
+        };
+        self.ios.insert(request.id.0, record);
+        self.issued_total += 1;
+        self.submit(request);
+    }
+
+    fn issue_flush(&mut self, index: usize) {
+        let request = self.new_request(index, Op::Flush, 0, 0, true);
+        let now = self.now;
+        let run = &mut self.jobs[index];
+        run.in_flight += 1;
+        let record = Io {
+            job: index as u32,
+            dir: DataDir::Write,
+            flush: true,
+            bytes: 0,
+            prio: run.spec.prio,
+            created: now,
+            admitted: now,
+            dispatched: 0,
+            dispatch_order: 0,
+        };
+        self.ios.insert(request.id.0, record);
+        self.issued_total += 1;
+        self.submit(request);
+    }
+
+    /// Offers a request to the elevator, or queues the submitter behind those already waiting.
+    fn submit(&mut self, request: Request) {
+        if !self.blocked.is_empty() {
+            self.blocked.push_back(request);
+            return;
+        }
+        if let Err(request) = self.try_admit(request) {
+            self.blocked.push_back(request);
+        }
+    }
+
+    fn try_admit(&mut self, mut request: Request) -> Result<(), Request> {
+        request.arrival = self.now;
+        let id = request.id.0;
+        let dir = request.direction() as usize;
+        let admitted = self.elevator.submit(request, self.now)?;
+        if admitted == Admitted::Merged {
+            self.disk.merges[dir] += 1;
+        }
+        self.ios
+            .get_mut(&id)
+            .expect("issued I/O is tracked")
+            .admitted = self.now;
+        Ok(())
+    }
+
+    fn admit_blocked(&mut self) {
+        while let Some(request) = self.blocked.pop_front() {
+            if let Err(request) = self.try_admit(request) {
+                self.blocked.push_front(request);
+                return;
+            }
+        }
+    }
+
+    /// Moves the device to now, handles completions, admits waiting submitters and dispatches
+    /// until nothing changes; then schedules the next device and policy wake-ups.
+    fn settle(&mut self) {
+        loop {
+            let mut done = std::mem::take(&mut self.done);
+            self.device.advance(self.now, &mut done);
+            let completed_any = !done.is_empty();
+            for (at, request) in done.drain(..) {
+                debug_assert!(at <= self.now);
+                self.complete(request, at);
+            }
+            self.done = done;
+            self.admit_blocked();
+            let dispatched_any = self.dispatch();
+            if !completed_any && !dispatched_any {
+                break;
+            }
+        }
+        let next = self.device.next_event();
+        if next != self.device_wake {
+            self.device_wake = next;
+            self.device_generation += 1;
+            if let Some(at) = next {
+                assert!(
+                    at > self.now,
+                    "device event at {at} is not after now {}",
+                    self.now
+                );
+                self.events.push(at, Event::Device(self.device_generation));
+            }
+        }
+    }
+
+    fn dispatch(&mut self) -> bool {
+        let mut dispatched_any = false;
+        while self.device.in_flight() < self.device.queue_depth() {
+            match self.elevator.dispatch(self.now) {
+                Dispatch::Request(request) => {
+                    self.account_device(1);
+                    for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
+                        let io = self.ios.get_mut(&id.0).expect("dispatched I/O is tracked");
+                        io.dispatched = self.now;
+                        io.dispatch_order = self.dispatches;
+                    }
+                    self.dispatches += 1;
+                    self.device.submit(request, self.now);
+                    dispatched_any = true;
+                }
+                Dispatch::WaitUntil(at) => {
+                    let at = at.max(self.now + 1);
+                    if self.policy_wake != Some(at) {
+                        self.policy_wake = Some(at);
+                        self.policy_generation += 1;
+                        self.events
+                            .push(at, Event::PolicyWake(self.policy_generation));
+                    }
+                    break;
+                }
+                Dispatch::Empty => break,
+            }
+        }
+        dispatched_any
+    }
+
+    fn account_device(&mut self, delta: i64) {
+        let disk = &mut self.disk;
+        let now = self.now;
+        disk.in_queue_area += u128::from(disk.in_device) * u128::from(now - disk.last_change);
+        disk.last_change = now;
+        if delta > 0 {
+            if disk.in_device == 0 {
+                disk.busy_since = now;
+            }
+            disk.in_device += 1;
+        } else {
+            disk.in_device -= 1;
+            if disk.in_device == 0 {
+                disk.busy += now - disk.busy_since;
+            }
+        }
+    }
+
+    fn complete(&mut self, request: Request, at: Nanos) {
+        self.account_device(-1);
+        let dir = request.direction() as usize;
+        let carrier = self.ios[&request.id.0];
+        self.disk.ios[dir] += 1;
+        self.disk.ticks[dir] += at - carrier.dispatched;
+        self.elevator.completed(&request, at);
+        let carrier_id = request.id;
+        for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
+            self.finish_io(id, carrier_id, request.op, at);
+        }
+    }
+
+    fn finish_io(&mut self, id: RequestId, carrier: RequestId, op: Op, at: Nanos) {
+        let io = self.ios.remove(&id.0).expect("completed I/O is tracked");
+        self.completed_total += 1;
+        if let Some(trace) = &mut self.trace {
+            trace.push(TraceEntry {
+                id,
+                op,
+                admitted: io.admitted,
+                dispatched: io.dispatched,
+                dispatch_order: io.dispatch_order,
+                completed: at,
+                carrier,
+            });
+        }
+        let index = io.job as usize;
+        let run = &mut self.jobs[index];
+        run.in_flight -= 1;
+        let counted = at >= run.measure_start && run.deadline.is_none_or(|d| at <= d);
+        if counted {
+            if io.flush {
+                run.result.sync.record(at - io.created);
+            } else {
+                let (slat, clat) = if run.spec.engine.is_async() {
+                    (Some(io.admitted - io.created), at - io.admitted)
+                } else {
+                    (None, at - io.created)
+                };
+                run.result.dirs[io.dir as usize].record(
+                    io.bytes,
+                    slat,
+                    clat,
+                    io.prio,
+                    at - run.measure_start,
+                );
+            }
+        }
+        match run.phase {
+            Phase::Running => self.pump_job(index),
+            Phase::Draining if run.in_flight == 0 => self.finish_job(index),
+            _ => {}
+        }
+    }
+
+    fn finish_job(&mut self, index: usize) {
+        let now = self.now;
+        let run = &mut self.jobs[index];
+        debug_assert_eq!(run.in_flight, 0);
+        if run.spec.end_fsync && !run.end_fsync_issued {
+            run.end_fsync_issued = true;
+            run.phase = Phase::Draining;
+            self.issue_flush(index);
+            return;
+        }
+        run.phase = Phase::Done;
+        run.ended_at = match run.deadline {
+            Some(deadline) => now.min(deadline),
+            None => now,
+        };
+        run.result.runtime = run.ended_at.saturating_sub(run.measure_start);
+        for later in index + 1..self.jobs.len() {
+            if self.jobs[later].phase == Phase::Pending
+                && self.jobs[later].spec.stonewall
+                && self.barrier_open(later)
+            {
+                // Open this wall: it and every job up to the next wall start now.
+                let next_wall = (later + 1..self.jobs.len())
+                    .find(|&i| self.jobs[i].spec.stonewall)
+                    .unwrap_or(self.jobs.len());
+                for starting in later..next_wall {
+                    let delay = self.start_delay(starting);
+                    self.events
+                        .push(now + delay, Event::JobStart(starting as u32));
+                }
+                break;
+            }
+        }
+    }
+
+    fn report(&mut self) -> RunReport {
+        let duration = self.now;
+        let disk = &self.disk;
+        let util = if duration > 0 {
+            disk.busy as f64 * 100.0 / duration as f64
+        } else {
+            0.0
+        };
+        let milliseconds = |nanos: Nanos| nanos / 1_000_000;
+        let disk_util = DiskUtil {
+            name: self.device.model().to_string(),
+            read_ios: disk.ios[0],
+            write_ios: disk.ios[1],
+            read_merges: disk.merges[0],
+            write_merges: disk.merges[1],
+            read_ticks: milliseconds(disk.ticks[0]),
+            write_ticks: milliseconds(disk.ticks[1]),
+            in_queue: (disk.in_queue_area / 1_000_000) as u64,
+            util,
+        };
+        let tunables = self
+            .elevator
+            .tunables()
+            .into_iter()
+            .map(|(spec, value)| Parameter {
+                name: spec.name.to_string(),
+                value: value.to_string(),
+                unit: spec.unit.symbol().to_string(),
+                note: spec.doc.to_string(),
+            })
+            .collect();
+        let mut jobs = Vec::with_capacity(self.jobs.len());
+        for run in &mut self.jobs {
+            let mut result = run.result.clone();
+            for dir in &mut result.dirs {
+                dir.series.extend_to(result.runtime);
+            }
+            jobs.push(result);
+        }
+        let stats = self.elevator.stats();
+        let mut counters = vec![
+            ("scheduler_inserted".to_string(), stats.inserted as f64),
+            ("scheduler_merged".to_string(), stats.merged as f64),
+            ("scheduler_dispatched".to_string(), stats.dispatched as f64),
+            ("scheduler_full_waits".to_string(), stats.full as f64),
+        ];
+        counters.extend(self.device.counters());
+        RunReport {
+            engine: "sim".into(),
+            seed: Some(self.seed),
+            policy: self.elevator.policy().name().to_string(),
+            tunables,
+            device: self.device.model().to_string(),
+            device_parameters: self.device.parameters(),
+            jobs,
+            disk: disk_util,
+            device_counters: counters,
+            notes: self.notes.clone(),
+            duration,
+        }
+    }
+}
+
+/// Simulates `file` under `config` and reports.
+pub fn run(config: &SimConfig, file: &JobFile) -> Result<RunReport, SimError> {
+    Simulation::new(config, file)?.run()
+}

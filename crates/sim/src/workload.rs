@@ -1,0 +1,356 @@
+//! What a job asks for next: direction, offset and size, drawn as fio draws them.
+//!
+//! - Direction: fixed by `rw`, or for mixed modes read with probability `rwmixread`%.
+//!   `trimwrite` trims a block, then writes it.
+//! - Offset: sequential modes keep one position per file and direction and wrap at the end of
+//!   the region. Random modes cover every block exactly once per pass (fio's random map) unless
+//!   `norandommap`, or draw from `random_distribution` (zipf, pareto, normal, zoned, which like
+//!   fio do not use the map). `rw=randread:8` issues 8 sequential I/Os after each random offset.
+//! - Size: `bs`, `bsrange` (multiples of the minimum) or `bssplit` weights, per direction.
+//! - Files: a job naming several files visits them round robin.
+
+use crate::layout::Region;
+use crate::random::{mix64, Permutation, Rng};
+use iosched_fio::job::RandomDistribution;
+use iosched_fio::{BlockSize, DataDir, JobSpec, RwMode};
+
+/// The next I/O a job issues, relative to the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NextIo {
+    /// Direction.
+    pub dir: DataDir,
+    /// Device offset in bytes.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+#[derive(Clone, Debug)]
+struct FileState {
+    region: Region,
+    /// Sequential position per direction, relative to the region start.
+    position: [u64; 3],
+    /// Random map: the current pass's permutation of blocks and how far along it we are.
+    map: Option<(Permutation, u64)>,
+}
+
+/// Draws one job's I/O sequence.
+#[derive(Clone, Debug)]
+pub struct Generator {
+    rw: RwMode,
+    rwmixread: u32,
+    bs: [BlockSize; 3],
+    align: [u64; 3],
+    norandommap: bool,
+    distribution: RandomDistribution,
+    sequencer_nr: u32,
+    files: Vec<FileState>,
+    next_file: usize,
+    /// I/Os left to issue sequentially after a random offset (`rw=randread:N`).
+    sequential_run_left: u32,
+    last: Option<NextIo>,
+    /// For trimwrite: the block just trimmed, to be written next.
+    pending_write: Option<NextIo>,
+    rng: Rng,
+}
+
+fn choose_size(bs: &BlockSize, rng: &mut Rng) -> u64 {
+    match bs {
+        BlockSize::Fixed(size) => *size,
+        BlockSize::Range { min, max } => {
+            let steps = (max - min) / min;
+            min + rng.below(steps + 1) * min
+        }
+        BlockSize::Split(parts) => {
+            let mut pick = rng.below(100) as u32;
+            for (size, percent) in parts {
+                if pick < *percent {
+                    return *size;
+                }
+                pick -= percent;
+            }
+            parts.last().map(|p| p.0).unwrap_or(4096)
+        }
+    }
+}
+
+impl Generator {
+    /// A generator for `job` over its `regions` (one per file), drawing from `rng`.
+    pub fn new(job: &JobSpec, regions: &[Region], rng: Rng) -> Self {
+        assert!(!regions.is_empty());
+        let align = std::array::from_fn(|d| job.blockalign[d].max(1));
+        Generator {
+            rw: job.rw,
+            rwmixread: job.rwmixread,
+            bs: job.bs.clone(),
+            align,
+            norandommap: job.norandommap,
+            distribution: job.random_distribution.clone(),
+            sequencer_nr: job.rw_sequencer_nr.max(1),
+            files: regions
+                .iter()
+                .map(|&region| FileState {
+                    region,
+                    position: [0; 3],
+                    map: None,
+                })
+                .collect(),
+            next_file: 0,
+            sequential_run_left: 0,
+            last: None,
+            pending_write: None,
+            rng,
+        }
+    }
+
+    fn choose_dir(&mut self) -> DataDir {
+        match self.rw {
+            RwMode::Read | RwMode::RandRead => DataDir::Read,
+            RwMode::Write | RwMode::RandWrite => DataDir::Write,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite => {
+                DataDir::Trim
+            }
+            RwMode::ReadWrite | RwMode::RandReadWrite => {
+                if (self.rng.below(100) as u32) < self.rwmixread {
+                    DataDir::Read
+                } else {
+                    DataDir::Write
+                }
+            }
+        }
+    }
+
+    /// The next I/O.
+    pub fn next_io(&mut self) -> NextIo {
+        if let Some(write) = self.pending_write.take() {
+            return write;
+        }
+        let dir = self.choose_dir();
+        let len = choose_size(&self.bs[dir as usize], &mut self.rng);
+        let file_index = self.next_file;
+        self.next_file = (self.next_file + 1) % self.files.len();
+        let io = if !self.rw.is_random() {
+            self.sequential(file_index, dir, len)
+        } else if self.sequential_run_left > 0 && self.last.is_some_and(|l| l.dir == dir) {
+            self.sequential_run_left -= 1;
+            let last = self.last.expect("checked");
+            let file = &self.files[file_index];
+            let offset = if last.offset + last.len + len <= file.region.end() {
+                last.offset + last.len
+            } else {
+                file.region.start
+            };
+            NextIo { dir, offset, len }
+        } else {
+            self.sequential_run_left = self.sequencer_nr - 1;
+            self.random(file_index, dir, len)
+        };
+        self.last = Some(io);
+        if matches!(self.rw, RwMode::TrimWrite | RwMode::RandTrimWrite) {
+            self.pending_write = Some(NextIo {
+                dir: DataDir::Write,
+                ..io
+            });
+        }
+        io
+    }
+
+    fn sequential(&mut self, file_index: usize, dir: DataDir, len: u64) -> NextIo {
+        let file = &mut self.files[file_index];
+        let len = len.min(file.region.len);
+        let mut position = file.position[dir as usize];
+        if position + len > file.region.len {
+            position = 0;
+        }
+        file.position[dir as usize] = position + len;
+        NextIo {
+            dir,
+            offset: file.region.start + position,
+            len,
+        }
+    }
+
+    fn random(&mut self, file_index: usize, dir: DataDir, len: u64) -> NextIo {
+        let unit = self.align[dir as usize];
+        let file = &mut self.files[file_index];
+        let len = len.min(file.region.len);
+        let blocks = (file.region.len / unit).max(1);
+        let block = match &self.distribution {
+            RandomDistribution::Random if !self.norandommap => {
+                let needs_pass = match &file.map {
+                    Some((permutation, next)) => *next >= permutation.len(),
+                    None => true,
+                };
+                if needs_pass {
+                    file.map = Some((Permutation::new(blocks, &mut self.rng), 0));
+                }
+                let (permutation, next) = file.map.as_mut().expect("just ensured");
+                let block = permutation.get(*next);
+                *next += 1;
+                block
+            }
+            RandomDistribution::Random => self.rng.below(blocks),
+            RandomDistribution::Zipf(theta) => {
+                scramble(zipf_rank(*theta, blocks, &mut self.rng), blocks)
+            }
+            RandomDistribution::Pareto(h) => {
+                let power = h.ln() / (1.0 - h).ln();
+                let rank = ((blocks - 1) as f64 * self.rng.unit().powf(power)) as u64;
+                scramble(rank, blocks)
+            }
+            RandomDistribution::Normal(deviation_percent) => {
+                let center = blocks as f64 / 2.0;
+                let deviation = blocks as f64 * deviation_percent / 100.0;
+                let value =
+                    (center + self.rng.normal() * deviation).clamp(0.0, (blocks - 1) as f64);
+                scramble(value as u64, blocks)
+            }
+            RandomDistribution::Zoned(zones) => {
+                let mut pick = self.rng.unit() * 100.0;
+                let mut range_start = 0.0;
+                let mut chosen = (0.0, 100.0);
+                for &(access, range) in zones {
+                    if pick < access {
+                        chosen = (range_start, range);
+                        break;
+                    }
+                    pick -= access;
+                    range_start += range;
+                }
+                let first = (blocks as f64 * chosen.0 / 100.0) as u64;
+                let count = ((blocks as f64 * chosen.1 / 100.0) as u64).max(1);
+                (first + self.rng.below(count)).min(blocks - 1)
+            }
+        };
+        let mut offset = block * unit;
+        if offset + len > file.region.len {
+            offset = (file.region.len - len) / unit * unit;
+        }
+        NextIo {
+            dir,
+            offset: file.region.start + offset,
+            len,
+        }
+    }
+}
+
+/// Spreads popular ranks over the whole range, as fio hashes them, so hot blocks are not all at
+/// the start of the file.
+fn scramble(rank: u64, blocks: u64) -> u64 {
+    mix64(rank) % blocks
+}
+
+/// A Zipf-distributed rank in `0..n` with exponent `theta` (rejection-inversion sampling,
+/// Hörmann and Derflinger 1996), 0 the most popular.
+fn zipf_rank(theta: f64, n: u64, rng: &mut Rng) -> u64 {
+    if n == 1 {
+        return 0;
+    }
+    let s = theta.max(1e-9);
+    let h = |x: f64| -> f64 {
+        if (s - 1.0).abs() < 1e-12 {
+            x.ln()
+        } else {
+            (x.powf(1.0 - s) - 1.0) / (1.0 - s)
+        }
+    };
+    let h_inverse = |y: f64| -> f64 {
+        if (s - 1.0).abs() < 1e-12 {
+            y.exp()
+        } else {
+            (1.0 + y * (1.0 - s)).powf(1.0 / (1.0 - s))
+        }
+    };
+    let n_f = n as f64;
+    let h_x1 = h(1.5) - 1.0;
+    let h_n = h(n_f + 0.5);
+    let threshold = 2.0 - h_inverse(h(2.5) - 2f64.powf(-s));
+    loop {
+        let u = h_n + rng.unit() * (h_x1 - h_n);
+        let x = h_inverse(u);
+        let k = (x + 0.5).floor().clamp(1.0, n_f);
+        if k - x <= threshold || u >= h(k + 0.5) - k.powf(-s) {
+            return k as u64 - 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iosched_fio::JobSpec;
+
+    fn generator(rw: RwMode, region: Region, adjust: impl FnOnce(&mut JobSpec)) -> Generator {
+        let mut job = JobSpec::new("t");
+        job.rw = rw;
+        adjust(&mut job);
+        Generator::new(&job, &[region], Rng::new(3))
+    }
+
+    // Proves a random job with the random map touches every block once per pass.
+    #[test]
+    fn random_map_covers_each_block_once() {
+        let region = Region {
+            start: 1 << 20,
+            len: 64 * 4096,
+        };
+        let mut g = generator(RwMode::RandRead, region, |_| {});
+        let mut offsets: Vec<u64> = (0..64).map(|_| g.next_io().offset).collect();
+        offsets.sort();
+        let expected: Vec<u64> = (0..64).map(|b| region.start + b * 4096).collect();
+        assert_eq!(offsets, expected);
+    }
+
+    // Proves sequential I/O climbs and wraps inside the region.
+    #[test]
+    fn sequential_wraps() {
+        let region = Region {
+            start: 8192,
+            len: 3 * 4096,
+        };
+        let mut g = generator(RwMode::Read, region, |_| {});
+        let offsets: Vec<u64> = (0..4).map(|_| g.next_io().offset).collect();
+        assert_eq!(offsets, vec![8192, 12288, 16384, 8192]);
+    }
+
+    // Proves rwmixread and bssplit shares come out near what was asked.
+    #[test]
+    fn mixes_and_splits() {
+        let region = Region {
+            start: 0,
+            len: 1 << 30,
+        };
+        let mut g = generator(RwMode::RandReadWrite, region, |job| {
+            job.rwmixread = 70;
+            job.bs[0] = BlockSize::Split(vec![(4096, 25), (65536, 75)]);
+        });
+        let ios: Vec<NextIo> = (0..20_000).map(|_| g.next_io()).collect();
+        let reads: Vec<&NextIo> = ios.iter().filter(|io| io.dir == DataDir::Read).collect();
+        let read_share = reads.len() as f64 / ios.len() as f64;
+        assert!((read_share - 0.70).abs() < 0.02, "{read_share}");
+        let big = reads.iter().filter(|io| io.len == 65536).count() as f64 / reads.len() as f64;
+        assert!((big - 0.75).abs() < 0.02, "{big}");
+        assert!(ios
+            .iter()
+            .all(|io| io.offset + io.len <= region.end() && io.offset % 4096 == 0));
+    }
+
+    // Proves zipf concentrates accesses: the most popular 10% of blocks get most of them.
+    #[test]
+    fn zipf_is_skewed() {
+        let region = Region {
+            start: 0,
+            len: 1000 * 4096,
+        };
+        let mut g = generator(RwMode::RandRead, region, |job| {
+            job.random_distribution = RandomDistribution::Zipf(1.2);
+        });
+        let mut counts = vec![0u32; 1000];
+        for _ in 0..20_000 {
+            counts[(g.next_io().offset / 4096) as usize] += 1;
+        }
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        let top: u32 = counts[..100].iter().sum();
+        assert!(top > 14_000, "top 10% got {top} of 20000");
+    }
+}
