@@ -1,1 +1,50 @@
-fn main() {}
+//! `iosched`: run fio jobs under any scheduling policy on a simulated (or, later, real) device.
+
+mod bench;
+mod calibrate;
+mod catalog;
+mod run;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// I/O scheduling with quality of service: fio jobs in, fio-compatible results out.
+#[derive(Parser)]
+#[command(name = "iosched", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a fio job file under a policy on a simulated device.
+    Run(run::RunArgs),
+    /// List the policies, their tunables, defaults and units.
+    Policies,
+    /// List the device models and their parameters (given and derived).
+    Devices(catalog::DevicesArgs),
+    /// Print the device models' calibration figures against their targets.
+    Calibrate(calibrate::CalibrateArgs),
+    /// Measure simulated requests per wall-clock second.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome: Result<ExitCode> = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Policies => catalog::policies(),
+        Command::Devices(args) => catalog::devices(args),
+        Command::Calibrate(args) => calibrate::calibrate(args),
+        Command::Bench(args) => bench::bench(args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("iosched: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The `iosched` command as a user meets it: exit codes, messages, output files, determinism.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn iosched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iosched")).args(args).output().expect("iosched runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("iosched-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+const SMALL_JOB: &str = "[global]\ndirect=1\nsize=64m\nruntime=2\ntime_based=1\n\n[r]\nrw=randread\n\n[w]\nrw=write\nbs=64k\nioengine=libaio\niodepth=4\n";
+
+/// Runs a job file that should be refused and returns its error text, checking the exit code
+/// and that nothing panicked.
+fn refused(name: &str, text: &str) -> String {
+    let dir = scratch(name);
+    let path = write(&dir, "job.fio", text);
+    let output = iosched(&["run", &path]);
+    let message = stderr(&output);
+    assert!(!output.status.success(), "{name}: expected failure, got success");
+    assert!(!message.contains("panicked"), "{name}: panicked: {message}");
+    assert!(message.contains("job.fio:"), "{name}: no file:line in {message}");
+    message
+}
+
+// Proves each kind of bad input gets one clear error naming the problem and file:line.
+#[test]
+fn bad_job_files_are_refused_clearly() {
+    let unknown = refused("unknown", "[a]\nsize=1m\nfrobnicate=3\n");
+    assert!(unknown.contains("job.fio:3") && unknown.contains("frobnicate"), "{unknown}");
+    let suffix = refused("suffix", "[a]\nbs=4q\nsize=1m\n");
+    assert!(suffix.contains("job.fio:2") && suffix.contains("4q"), "{suffix}");
+    let negative = refused("negative", "[a]\nsize=-1\n");
+    assert!(negative.contains("job.fio:2") && negative.contains("size"), "{negative}");
+    let zero = refused("zero", "[a]\nsize=1m\nbs=0\n");
+    assert!(zero.contains("job.fio:3") && zero.contains("bs"), "{zero}");
+    let missing_include = refused("missing-include", "include nowhere.fio\n[a]\nsize=1m\n");
+    assert!(missing_include.contains("job.fio:1") && missing_include.contains("nowhere.fio"), "{missing_include}");
+    let dir = scratch("loop");
+    write(&dir, "b.fio", "include job.fio\n");
+    let path = write(&dir, "job.fio", "include b.fio\n[a]\nsize=1m\n");
+    let output = iosched(&["run", &path]);
+    let message = stderr(&output);
+    assert!(!output.status.success() && !message.contains("panicked"));
+    assert!(message.contains("b.fio:1") && message.contains("loop"), "{message}");
+}
+
+#[test]
+fn missing_job_file_is_named() {
+    let output = iosched(&["run", "/nonexistent/jobs.fio"]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("/nonexistent/jobs.fio"), "{}", stderr(&output));
+}
+
+#[test]
+fn bad_settings_are_named() {
+    let dir = scratch("settings");
+    let path = write(&dir, "job.fio", SMALL_JOB);
+    let policy = iosched(&["run", &path, "--policy", "cfq-nope"]);
+    assert!(!policy.status.success() && stderr(&policy).contains("cfq-nope"));
+    let tunable = iosched(&["run", &path, "--set", "read_expire=-5"]);
+    assert!(!tunable.status.success() && stderr(&tunable).contains("read_expire"), "{}", stderr(&tunable));
+    let device = iosched(&["run", &path, "--device-set", "queue_depth=0"]);
+    assert!(!device.status.success() && stderr(&device).contains("queue_depth"), "{}", stderr(&device));
+}
+
+// Proves one seed reproduces a run byte for byte, and another seed changes it.
+#[test]
+fn same_seed_same_bytes() {
+    let dir = scratch("determinism");
+    let path = write(&dir, "job.fio", SMALL_JOB);
+    let run = |seed: &str| {
+        let output = iosched(&["run", &path, "--seed", seed, "--output-format", "json"]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(stderr(&output).starts_with(&format!("iosched: seed {seed}")));
+        output.stdout
+    };
+    let first = run("42");
+    assert_eq!(first, run("42"), "same seed, different output");
+    assert_ne!(first, run("43"), "different seeds, same output");
+}
+
+// Proves a failed run leaves an existing output file untouched, and a good run replaces it.
+#[test]
+fn output_file_is_replaced_only_on_success() {
+    let dir = scratch("output");
+    let out = dir.join("result.json");
+    std::fs::write(&out, "previous results").unwrap();
+    let bad = write(&dir, "bad.fio", "[a]\nsize=1m\nbogus=1\n");
+    let output = iosched(&["run", &bad, "--output", out.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous results");
+    let good = write(&dir, "good.fio", SMALL_JOB);
+    let output = iosched(&["run", &good, "--output-format", "json", "--output", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(std::fs::read_to_string(&out).unwrap().contains("\"jobs\""));
+}
+
+#[test]
+fn catalogs_list_every_parameter() {
+    let policies = iosched(&["policies"]);
+    let text = String::from_utf8_lossy(&policies.stdout);
+    for name in ["noop", "deadline", "read_expire", "fifo_batch", "writes_starved", "nr_requests"] {
+        assert!(text.contains(name), "policies lacks {name}: {text}");
+    }
+    let devices = iosched(&["devices"]);
+    let text = String::from_utf8_lossy(&devices.stdout);
+    for name in ["hdd", "ssd", "queue_depth", "write_cache"] {
+        assert!(text.contains(name), "devices lacks {name}: {text}");
+    }
+}
+
+// Proves the device models meet their calibration targets (short runs, same targets).
+#[test]
+fn calibration_targets_are_met() {
+    let output = iosched(&["calibrate", "--quick"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "calibration failed:\n{text}\n{}", stderr(&output));
+    assert!(text.contains("PASS") && !text.contains("FAIL"), "{text}");
+}
