@@ -340,6 +340,24 @@ pub fn per_second(amount: u64, runtime_ms: u64) -> u64 {
     (amount as u128 * 1000 / runtime_ms as u128).min(u64::MAX as u128) as u64
 }
 
+/// The totals of group `group_id` among `groups` (as [`group_runs`] returns them).
+///
+/// # Panics
+/// If the group is not there: every entry's group is.
+pub fn group_of(groups: &[GroupRun], group_id: u32) -> &GroupRun {
+    let index = groups
+        .binary_search_by_key(&group_id, |g| g.group_id)
+        .expect("every entry's group has totals");
+    &groups[index]
+}
+
+fn group_of_mut(groups: &mut [GroupRun], group_id: u32) -> &mut GroupRun {
+    let index = groups
+        .binary_search_by_key(&group_id, |g| g.group_id)
+        .expect("groups are made from the entries");
+    &mut groups[index]
+}
+
 /// One direction of a reporting group's totals ("Run status group N").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GroupDir {
@@ -385,20 +403,22 @@ impl GroupRun {
     }
 }
 
-/// Totals of every group from 0 to the highest group id among `entries` (fio prints a status
-/// block for each, even one without entries).
+/// Totals of every group that has entries, by ascending group id. (fio prints a block for
+/// every id from 0 to the highest; ids are consecutive from 0 when they come from job files,
+/// so the two agree, and a stray large id cannot make us allocate a block per unused id.)
 pub fn group_runs(entries: &[ReportedJob]) -> Vec<GroupRun> {
-    let Some(group_max) = entries.iter().map(|e| e.result.group_id).max() else {
-        return Vec::new();
-    };
-    let mut groups: Vec<GroupRun> = (0..=group_max)
+    let mut ids: Vec<u32> = entries.iter().map(|e| e.result.group_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut groups: Vec<GroupRun> = ids
+        .into_iter()
         .map(|group_id| GroupRun {
             group_id,
             dirs: [GroupDir::default(); 3],
         })
         .collect();
     for entry in entries {
-        let group = &mut groups[entry.result.group_id as usize];
+        let group = group_of_mut(&mut groups, entry.result.group_id);
         for dir in DataDir::ALL {
             let index = dir as usize;
             let runtime_ms = entry.runtime_ms[index];
@@ -522,9 +542,9 @@ mod tests {
             job("a", 0, true),
             job("b", 0, false),
             job("c", 1, true),
-            job("d", 2, true),
-            job("d", 2, true),
-            job("d", 2, true),
+            job("d", 7, true),
+            job("d", 7, true),
+            job("d", 7, true),
         ];
         let report = RunReport {
             engine: String::new(),
@@ -548,7 +568,9 @@ mod tests {
         assert_eq!(entries[3].total_ios(), 3);
 
         let groups = group_runs(&entries);
-        assert_eq!(groups.len(), 3);
+        let ids: Vec<u32> = groups.iter().map(|g| g.group_id).collect();
+        assert_eq!(ids, [0, 1, 7]);
+        assert_eq!(group_of(&groups, 7).dir(DataDir::Read).io_bytes, 3 * 4096);
         let read = groups[0].dir(DataDir::Read);
         assert_eq!(read.io_bytes, 3 * 4096);
         assert_eq!((read.bandwidth_min, read.bandwidth_max), (4096, 2 * 4096));

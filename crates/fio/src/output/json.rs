@@ -33,7 +33,7 @@
 use crate::job::DataDir;
 use crate::output::format::{percentile_key, runtime_ms_floor, sorted_percentiles};
 use crate::output::group::{
-    group_runs, per_second, reported_jobs, GroupRun, ReportedJob, LATENCY_BUCKETS_MS,
+    group_of, group_runs, per_second, reported_jobs, GroupRun, ReportedJob, LATENCY_BUCKETS_MS,
     LATENCY_BUCKETS_NS, LATENCY_BUCKETS_US,
 };
 use crate::report::{Parameter, RunReport};
@@ -80,7 +80,7 @@ fn build(report: &RunReport, bins: bool) -> Value {
         .map(|entry| {
             job_json(
                 entry,
-                &groups[entry.result.group_id as usize],
+                group_of(&groups, entry.result.group_id),
                 elapsed_s,
                 bins,
             )

@@ -18,7 +18,7 @@ use crate::output::format::{
     num2str, percentile_precision, sorted_percentiles, TimeUnit, Unit, SIGNIFICANT_FIGURES,
 };
 use crate::output::group::{
-    group_runs, per_second, reported_jobs, GroupRun, ReportedJob, LATENCY_BUCKETS_MS,
+    group_of, group_runs, per_second, reported_jobs, GroupRun, ReportedJob, LATENCY_BUCKETS_MS,
     LATENCY_BUCKETS_NS, LATENCY_BUCKETS_US,
 };
 use crate::output::json::{batch_percentages, EPOCH_CTIME, VERSION};
@@ -45,7 +45,7 @@ pub fn normal(report: &RunReport) -> String {
     out.push('\n');
 
     for entry in &entries {
-        job_status(&mut out, entry, &groups[entry.result.group_id as usize]);
+        job_status(&mut out, entry, group_of(&groups, entry.result.group_id));
     }
     for group in &groups {
         group_status(&mut out, group);
