@@ -130,6 +130,23 @@ impl Latency {
         }
     }
 
+    /// Number of samples below `nanos`, counting only histogram buckets that lie wholly below
+    /// it: a sample in the same bucket as `nanos` (at most 0.1% under it) counts as not below,
+    /// so a sample of exactly `nanos` never does. All samples for `nanos` past the histogram's
+    /// range.
+    pub fn count_below(&self, nanos: u64) -> u64 {
+        let Some(histogram) = &self.histogram else {
+            return 0;
+        };
+        if nanos > LATENCY_NS_MAX {
+            return self.count;
+        }
+        match histogram.lowest_equivalent(nanos) {
+            0 => 0,
+            lowest => histogram.count_between(0, lowest - 1),
+        }
+    }
+
     /// The distribution as (value, cumulative fraction) steps, one per populated histogram
     /// bucket, for drawing CDFs.
     pub fn cdf(&self) -> Vec<(u64, f64)> {
