@@ -16,6 +16,7 @@
 //! backwards. Devices may draw random numbers only from the seed they were built with.
 
 pub mod fixed;
+pub mod hdd;
 
 use iosched_core::{Nanos, Request};
 use iosched_fio::Parameter;
@@ -122,11 +123,19 @@ pub struct ModelInfo {
     pub build: BuildFn,
 }
 
-static CATALOG: &[ModelInfo] = &[ModelInfo {
-    name: "fixed",
-    summary: "every command takes a fixed time, `parallelism` at once (for tests and teaching)",
-    build: |settings, _seed| Ok(Box::new(fixed::Fixed::from_settings(settings)?)),
-}];
+static CATALOG: &[ModelInfo] = &[
+    ModelInfo {
+        name: "fixed",
+        summary: "every command takes a fixed time, `parallelism` at once (for tests and teaching)",
+        build: |settings, _seed| Ok(Box::new(fixed::Fixed::from_settings(settings)?)),
+    },
+    ModelInfo {
+        name: "hdd",
+        summary: "7200 rpm SATA disk (Deskstar 7K500 class): zones, seek curve, rotation, \
+                  read-ahead and write-back cache, NCQ aged SPTF",
+        build: |settings, seed| Ok(Box::new(hdd::Hdd::from_settings(settings, seed)?)),
+    },
+];
 
 /// Every device model.
 pub fn catalog() -> &'static [ModelInfo] {
