@@ -431,3 +431,141 @@ fn hdd_parameters_are_named_and_settable() {
     let error = iosched_sim::device::build("hdd", &[("warp".into(), "9".into())], 1);
     assert!(error.is_err());
 }
+
+// ----- SSD ---------------------------------------------------------------------------------------
+
+fn ssd(settings: &[(&str, &str)]) -> Box<dyn Device> {
+    build("ssd", settings, SEED)
+}
+
+/// A 4 KiB random read at QD1 takes 70-130 us (REFERENCE: NVMe TLC 85-115 us).
+#[test]
+fn ssd_random_read_latency_at_qd1() {
+    let mut device = ssd(&[]);
+    let outcome = random_reads(device.as_mut(), 1, 2000, SEED);
+    println!("QD1 mean {:.1} us", outcome.mean_us());
+    assert!((70.0..=130.0).contains(&outcome.mean_us()));
+}
+
+/// IOPS grow with queue depth while idle dies remain (32 of them), then flatten.
+#[test]
+fn ssd_iops_grow_with_depth_then_flatten() {
+    let mut iops = Vec::new();
+    for qd in [1u32, 8, 32, 64, 128] {
+        let mut device = ssd(&[]);
+        let outcome = random_reads(device.as_mut(), qd, 6000, SEED);
+        println!("QD{qd}: {:.0} IOPS", outcome.iops());
+        iops.push(outcome.iops());
+    }
+    let maximum = 32.0 / (60e-6 + 4096.0 / 800e6);
+    assert!(iops[1] > 6.0 * iops[0], "QD8 nearly 8x QD1");
+    assert!(iops[2] > 2.0 * iops[1], "QD32 well above QD8");
+    assert!(iops[3] > iops[2] && iops[4] > iops[3]);
+    assert!(iops[4] < 1.25 * iops[3], "flat past the parallelism");
+    assert!(iops[4] <= maximum);
+}
+
+/// Writes complete in about 20 us while the DRAM buffer has room; once sustained random writes
+/// fill it they wait for programs.
+#[test]
+fn ssd_write_buffer_absorbs_then_fills() {
+    let mut device = ssd(&[("write_buffer_mib", "4")]);
+    let span = device.capacity();
+    let outcome = run(
+        device.as_mut(),
+        Workload {
+            op: Op::Write,
+            block: 4 * KIB,
+            depth: 32,
+            pattern: Pattern::Random { span },
+            count: 20_000,
+            warmup: 0,
+        },
+        SEED,
+    );
+    let first_ms = outcome.latencies[..500].iter().sum::<u64>() as f64 / 500.0 / 1e3;
+    println!(
+        "first writes {first_ms:.1} us; overall {:.0} IOPS, p99 {:.2} ms; waited {}",
+        outcome.iops(),
+        outcome.percentile_ms(99.0),
+        counter(device.as_ref(), "writes_waited_for_room")
+    );
+    assert!(first_ms < 100.0, "absorbed writes complete at once");
+    assert!(counter(device.as_ref(), "writes_waited_for_room") > 0.0);
+    assert!(
+        outcome.percentile_ms(99.0) > 0.5,
+        "a full buffer waits for programs"
+    );
+}
+
+/// A read of a die that is programming waits for the program to finish.
+#[test]
+fn ssd_read_waits_behind_a_program() {
+    let mut device = ssd(&[]);
+    let mut done = Vec::new();
+    device.submit(request(0, Op::Write, 0, 16 * KIB), 0);
+    let mut now = device.next_event().unwrap();
+    device.advance(now, &mut done);
+    assert_eq!(done.len(), 1);
+    device.submit(request(1, Op::Read, 0, 4 * KIB), now);
+    let submitted = now;
+    done.clear();
+    while done.is_empty() {
+        now = device.next_event().unwrap();
+        device.advance(now, &mut done);
+    }
+    let waited_us = (now - submitted) as f64 / 1e3;
+    println!("read behind program: {waited_us:.0} us");
+    assert!(waited_us > 600.0, "tPROG 750 us minus the write's 20 us");
+    assert_eq!(counter(device.as_ref(), "reads_behind_program"), 1.0);
+}
+
+/// A flush completes once every accepted write is programmed.
+#[test]
+fn ssd_flush_waits_for_programs() {
+    let mut device = ssd(&[]);
+    let mut done = Vec::new();
+    for id in 0..8u64 {
+        device.submit(request(id, Op::Write, id * MIB, 64 * KIB), 0);
+    }
+    device.submit(request(8, Op::Flush, 0, 0), 0);
+    let mut flushed = None;
+    let mut now = 0;
+    while flushed.is_none() {
+        now = device.next_event().unwrap();
+        done.clear();
+        device.advance(now, &mut done);
+        flushed = done.iter().find(|(_, r)| r.id.0 == 8).map(|(at, _)| *at);
+    }
+    assert!(flushed.unwrap() >= 750_000);
+    assert_eq!(counter(device.as_ref(), "buffered_bytes"), 0.0);
+    assert_eq!(device.in_flight(), 0);
+    assert!(now >= 750_000);
+}
+
+/// Mixed commands at QD16: each completes exactly once, times never go backwards, and the
+/// same run twice gives the same completions.
+#[test]
+fn ssd_mixed_commands_complete_exactly_once_and_deterministically() {
+    let trace = |cache: &str| {
+        let mut device = ssd(&[("write_cache", cache), ("write_buffer_mib", "1")]);
+        let span = device.capacity();
+        let outcome = run(
+            device.as_mut(),
+            Workload {
+                op: Op::Read,
+                block: 32 * KIB,
+                depth: 16,
+                pattern: Pattern::Mixed { span },
+                count: 5000,
+                warmup: 0,
+            },
+            SEED,
+        );
+        assert_eq!(counter(device.as_ref(), "completed"), 5000.0);
+        outcome.sequence
+    };
+    for cache in ["on", "off"] {
+        assert_eq!(trace(cache), trace(cache));
+    }
+}

@@ -17,6 +17,7 @@
 
 pub mod fixed;
 pub mod hdd;
+pub mod ssd;
 
 use iosched_core::{Nanos, Request};
 use iosched_fio::Parameter;
@@ -134,6 +135,12 @@ static CATALOG: &[ModelInfo] = &[
         summary: "7200 rpm SATA disk (Deskstar 7K500 class): zones, seek curve, rotation, \
                   read-ahead and write-back cache, NCQ aged SPTF",
         build: |settings, seed| Ok(Box::new(hdd::Hdd::from_settings(settings, seed)?)),
+    },
+    ModelInfo {
+        name: "ssd",
+        summary: "NVMe-class flash drive: 8 channels x 4 dies, tR 60 us, tPROG 750 us, DRAM \
+                  write buffer",
+        build: |settings, _seed| Ok(Box::new(ssd::Ssd::from_settings(settings)?)),
     },
 ];
 
