@@ -37,8 +37,11 @@ impl Rng {
 pub enum Pattern {
     /// Block-aligned offsets uniformly over `[0, span)`.
     Random { span: u64 },
-    /// One block after another from `start`.
+    /// One block after another from `start`, shared by all outstanding commands.
     Sequential { start: u64 },
+    /// `depth` independent synchronous sequential readers or writers, stream `s` starting at
+    /// `s * spacing`: each resubmits its own next block when its command completes.
+    Streams { spacing: u64 },
     /// A mix of operations at random offsets over `[0, span)`: reads, writes, and now and then
     /// a flush or a discard.
     Mixed { span: u64 },
@@ -104,8 +107,23 @@ pub fn run(device: &mut dyn Device, workload: Workload, seed: u64) -> Outcome {
         Pattern::Sequential { start } => start,
         _ => 0,
     };
-    let mut make = |rng: &mut Rng, next_id: &mut u64, now: Nanos| -> Request {
+    let mut stream_next: Vec<u64> = match workload.pattern {
+        Pattern::Streams { spacing } => (0..u64::from(workload.depth))
+            .map(|stream| stream * spacing)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut make = |rng: &mut Rng, next_id: &mut u64, now: Nanos, stream: usize| -> Request {
         let (op, offset, len) = match workload.pattern {
+            Pattern::Streams { .. } => {
+                let offset = stream_next[stream];
+                stream_next[stream] += workload.block;
+                assert!(
+                    offset + workload.block <= capacity,
+                    "stream ran off the end"
+                );
+                (workload.op, offset, workload.block)
+            }
             Pattern::Random { span } => {
                 let blocks = span.min(capacity) / workload.block;
                 (
@@ -139,15 +157,18 @@ pub fn run(device: &mut dyn Device, workload: Workload, seed: u64) -> Outcome {
         request
     };
 
-    let mut outstanding: BTreeMap<u64, Nanos> = BTreeMap::new();
+    // Request id -> (submission time, stream).
+    let mut outstanding: BTreeMap<u64, (Nanos, usize)> = BTreeMap::new();
     let mut submitted = 0u64;
     let mut outcome = Outcome::default();
     let mut now: Nanos = 0;
     let mut done = Vec::new();
     let mut completed = 0u64;
+    let mut free_streams: Vec<usize> = Vec::new();
     while submitted < workload.count && submitted < u64::from(workload.depth) {
-        let request = make(&mut rng, &mut next_id, now);
-        outstanding.insert(request.id.0, now);
+        let stream = submitted as usize;
+        let request = make(&mut rng, &mut next_id, now, stream);
+        outstanding.insert(request.id.0, (now, stream));
         device.submit(request, now);
         submitted += 1;
     }
@@ -166,9 +187,10 @@ pub fn run(device: &mut dyn Device, workload: Workload, seed: u64) -> Outcome {
                 "completion times went backwards: {finished} after {}",
                 outcome.end
             );
-            let issued = outstanding
+            let (issued, stream) = outstanding
                 .remove(&request.id.0)
                 .expect("every command completes exactly once");
+            free_streams.push(stream);
             outcome.end = finished;
             outcome.sequence.push((finished, request.id.0));
             completed += 1;
@@ -179,9 +201,12 @@ pub fn run(device: &mut dyn Device, workload: Workload, seed: u64) -> Outcome {
                 outcome.bytes += request.len;
             }
         }
+        // Streams whose command completed resubmit, lowest stream first.
+        free_streams.sort_unstable_by(|a, b| b.cmp(a));
         while submitted < workload.count && device.in_flight() < workload.depth {
-            let request = make(&mut rng, &mut next_id, now);
-            outstanding.insert(request.id.0, now);
+            let stream = free_streams.pop().expect("a stream completed");
+            let request = make(&mut rng, &mut next_id, now, stream);
+            outstanding.insert(request.id.0, (now, stream));
             device.submit(request, now);
             submitted += 1;
         }

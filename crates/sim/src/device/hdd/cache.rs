@@ -99,16 +99,18 @@ impl ReadCache {
     }
 
     /// Takes a segment for a read miss of `[first, end)`: the one whose data ends at `first` if
-    /// any, else the least recently used. Its old data is dropped; it will hold `[first, end)`
-    /// once the media read completes ([`ReadCache::filled`]).
-    pub fn allocate(&mut self, first: u64, end: u64) -> usize {
-        let index = (0..self.segments.len())
-            .find(|&index| self.segments[index].last_used != 0 && self.segments[index].end == first)
-            .unwrap_or_else(|| {
-                (0..self.segments.len())
-                    .min_by_key(|&index| self.segments[index].last_used)
-                    .expect("at least one segment")
-            });
+    /// any (the miss continues a sequential stream), else the least recently used. Its old data
+    /// is dropped; it will hold `[first, end)` once the media read completes
+    /// ([`ReadCache::filled`]). Returns the segment and whether the miss continues a stream.
+    pub fn allocate(&mut self, first: u64, end: u64) -> (usize, bool) {
+        let continued = (0..self.segments.len()).find(|&index| {
+            self.segments[index].last_used != 0 && self.segments[index].end == first
+        });
+        let index = continued.unwrap_or_else(|| {
+            (0..self.segments.len())
+                .min_by_key(|&index| self.segments[index].last_used)
+                .expect("at least one segment")
+        });
         self.clock += 1;
         self.segments[index] = Segment {
             start: first,
@@ -116,7 +118,7 @@ impl ReadCache {
             consumed: end,
             last_used: self.clock,
         };
-        index
+        (index, continued.is_some())
     }
 
     /// The media read into segment `index` has reached `end`.
@@ -352,19 +354,20 @@ mod tests {
     #[test]
     fn segments_slide_and_replace_lru() {
         let mut cache = ReadCache::new(2, 100);
-        let a = cache.allocate(1000, 1008);
+        let (a, continued) = cache.allocate(1000, 1008);
+        assert!(!continued);
         cache.filled(a, 1008);
         assert_eq!(cache.find(1000, 1008, None), Some(a));
         cache.filled(a, 1300);
         // Only the last 100 sectors stay.
         assert_eq!(cache.find(1000, 1008, None), None);
         assert_eq!(cache.find(1250, 1300, None), Some(a));
-        let b = cache.allocate(5000, 5008);
+        let (b, _) = cache.allocate(5000, 5008);
         assert_ne!(a, b);
         // The stream continues in its own segment.
-        assert_eq!(cache.allocate(1300, 1308), a);
+        assert_eq!(cache.allocate(1300, 1308), (a, true));
         cache.touch(a, 1308);
         // b is now least recently used.
-        assert_eq!(cache.allocate(9000, 9008), b);
+        assert_eq!(cache.allocate(9000, 9008), (b, false));
     }
 }

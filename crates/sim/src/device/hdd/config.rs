@@ -68,6 +68,8 @@ pub struct HddConfig {
     pub destage_candidates: u32,
     /// Free share of a segment that restarts a paused read-ahead, %.
     pub read_ahead_resume_pct: f64,
+    /// Read-ahead no command may interrupt after a miss continuing a sequential stream, KiB.
+    pub stream_read_ahead_kib: u64,
 }
 
 /// Sectors of the default 500 GB drive (IDEMA LBA count for 500 GB, the 7K500's capacity).
@@ -105,6 +107,7 @@ impl Default for HddConfig {
             destage_max_kib: 512,
             destage_candidates: 4,
             read_ahead_resume_pct: 25.0,
+            stream_read_ahead_kib: 512,
         }
     }
 }
@@ -271,6 +274,13 @@ pub const SETTINGS: &[Setting] = &[
         unit: "%",
         note: "a read-ahead paused by a full segment resumes when this share is free again",
     },
+    Setting {
+        name: "stream_read_ahead_kib",
+        unit: "KiB",
+        note: "after a miss that continues a sequential stream, read-ahead this far is not \
+               interrupted (firmware stream detection; at most a segment; 0 turns it off). \
+               Keeps interleaved sequential readers from thrashing the head",
+    },
 ];
 
 fn bad(name: &str, value: &str, reason: &str) -> DeviceError {
@@ -332,6 +342,9 @@ impl HddConfig {
                 self.destage_candidates = parse_integer(name, value, 1, 1024)? as u32
             }
             "read_ahead_resume_pct" => self.read_ahead_resume_pct = number(1.0, 100.0)?,
+            "stream_read_ahead_kib" => {
+                self.stream_read_ahead_kib = parse_integer(name, value, 0, 1 << 20)?
+            }
             _ => {
                 return Err(DeviceError::UnknownParameter {
                     model: "hdd".into(),
@@ -373,6 +386,7 @@ impl HddConfig {
             "destage_max_kib" => self.destage_max_kib.to_string(),
             "destage_candidates" => self.destage_candidates.to_string(),
             "read_ahead_resume_pct" => format!("{}", self.read_ahead_resume_pct),
+            "stream_read_ahead_kib" => self.stream_read_ahead_kib.to_string(),
             _ => unreachable!("every setting has a getter: {name}"),
         }
     }

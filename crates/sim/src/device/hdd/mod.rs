@@ -26,11 +26,19 @@
 //! command is ready or a destage becomes urgent (but not before the reads waiting for it have
 //! their data). When free it picks, in order:
 //!
-//! 1. an urgent destage (a write waits for room, or a flush waits), nearest first;
-//! 2. among the ready queued commands (plus a destage when the buffer is above its high-water
-//!    mark), the one [`ncq::Selection`] picks: deadline first, else aged SPTF;
-//! 3. with nothing ready: read-ahead into the segment of the last miss while the segment has room;
-//! 4. once idle for `destage_idle_ms`: a background destage.
+//! 1. among the ready queued commands, plus a destage when one is urgent (a write waits for
+//!    room, or a flush waits) or the buffer is above its high-water mark, the one
+//!    [`ncq::Selection`] picks: deadline first, else aged SPTF. An urgent destage is as old as
+//!    the oldest write or flush waiting on it, so it neither starves reads nor is starved;
+//! 2. with nothing ready: read-ahead into the segment of the last miss while the segment has room;
+//! 3. once idle for `destage_idle_ms`: a background destage.
+//!
+//! Ready reads that the running read-ahead has reached or is about to reach ride on it instead
+//! of interrupting it, and queued reads whose data read-ahead brought in complete from the
+//! buffer. A miss that continues a segment's data (a sequential stream) starts read-ahead that
+//! no command may interrupt for `stream_read_ahead_kib`, as firmware stream detection does:
+//! without it two interleaved sequential readers would interrupt each other's read-ahead at once
+//! and seek on every block.
 //!
 //! # Time
 //!
@@ -128,8 +136,12 @@ enum Work {
 /// What a command is waiting for.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum State {
-    /// In the NCQ queue or on the media. `segment` is the read segment a read fills.
-    Media { segment: Option<usize> },
+    /// In the NCQ queue or on the media. `segment` is the read segment a read fills;
+    /// `sequential` says the read continues a stream that segment held.
+    Media {
+        segment: Option<usize>,
+        sequential: bool,
+    },
     /// A write waiting for room in the buffer.
     BufferWait,
     /// A flush waiting for writes up to this sequence number.
@@ -209,6 +221,7 @@ pub struct Hdd {
     destage_high_water_sectors: u64,
     destage_max_sectors: u64,
     read_ahead_resume_sectors: u64,
+    stream_read_ahead_sectors: u64,
 
     slots: Vec<Option<Command>>,
     free_slots: Vec<u32>,
@@ -329,6 +342,8 @@ impl Hdd {
             read_ahead_resume_sectors: ((segment_sectors as f64 * config.read_ahead_resume_pct
                 / 100.0) as u64)
                 .max(1),
+            stream_read_ahead_sectors: (config.stream_read_ahead_kib * sectors_per_kib)
+                .min(segment_sectors),
             slots: (0..queue_depth).map(|_| None).collect(),
             free_slots: (0..queue_depth as u32).rev().collect(),
             in_flight: 0,
@@ -596,6 +611,22 @@ impl Hdd {
         true
     }
 
+    /// After a miss at `now` that continued a sequential stream in `segment` (ending at `end`),
+    /// starts read-ahead that no command may interrupt until `stream_read_ahead_kib` past `end`
+    /// are in: firmware stream detection. Without it, interleaved sequential streams would each
+    /// interrupt the other's read-ahead at once and every read would miss.
+    fn start_stream_read_ahead(&mut self, now: Nanos, segment: usize, end: u64) {
+        if self.stream_read_ahead_sectors == 0 || !self.start_read_ahead(now, segment) {
+            return;
+        }
+        let Activity::ReadAhead(mut read_ahead) = self.activity else {
+            unreachable!("read-ahead just started");
+        };
+        let target = (end + self.stream_read_ahead_sectors).min(read_ahead.limit);
+        read_ahead.committed_until = self.stream_done(read_ahead.stream, target).ceil() as Nanos;
+        self.activity = Activity::ReadAhead(read_ahead);
+    }
+
     /// Stops the read-ahead at `now` (at most its stop time): the segment keeps what was read.
     fn stop_read_ahead(&mut self, now: Nanos) {
         let Activity::ReadAhead(read_ahead) = self.activity else {
@@ -615,6 +646,7 @@ impl Hdd {
         self.head_lba = reached;
         self.activity = Activity::Idle;
         self.idle_since = at;
+        self.serve_queued_from_buffer(at);
     }
 
     /// Moves the running read-ahead's limit up to its segment's window after the host consumed
@@ -673,6 +705,10 @@ impl Hdd {
     /// Decides what the mechanism does from `now`, when it is idle or reading ahead.
     fn decide(&mut self, now: Nanos) {
         debug_assert!(!matches!(self.activity, Activity::Busy { .. }));
+        if let Activity::ReadAhead(_) = self.activity {
+            // Ready reads that the read-ahead has reached, or soon will, ride on it.
+            self.ride_queued_reads(now);
+        }
         let any_ready = self
             .queued
             .iter()
@@ -683,16 +719,13 @@ impl Hdd {
                 return;
             }
             self.stop_read_ahead(now);
-        }
-        if urgent {
-            if let Some((first, _)) = self.best_destage(now) {
-                self.start_destage(now, first);
-                return;
-            }
+            // Stopping may have served queued reads from the segment: look again.
+            self.decide(now);
+            return;
         }
         let high_water = self.write_buffer.dirty_sectors() > self.destage_high_water_sectors
             && !self.write_buffer.is_empty();
-        if any_ready || high_water {
+        if any_ready || urgent || high_water {
             self.serve_next(now);
             return;
         }
@@ -729,12 +762,20 @@ impl Hdd {
             });
             choices.push(Choice::Command(slot));
         }
-        if self.write_buffer.dirty_sectors() > self.destage_high_water_sectors {
+        let urgent = self.destage_urgent();
+        if urgent || self.write_buffer.dirty_sectors() > self.destage_high_water_sectors {
             if let Some((first, positioning_ns)) = self.best_destage(now) {
-                // A destage competes on position alone: it has no host waiting on it.
+                // A destage that a waiting write or flush needs is as old as the oldest of
+                // them, so aging and the deadline treat it like a host command; one above the
+                // high-water mark has no host waiting on it and competes on position alone.
+                let accepted = if urgent {
+                    self.oldest_waiter_accepted().unwrap_or(now)
+                } else {
+                    now
+                };
                 candidates.push(Candidate {
                     positioning_ns,
-                    accepted: now,
+                    accepted,
                     priority: CommandPriority::Normal,
                 });
                 choices.push(Choice::Destage(first));
@@ -785,12 +826,14 @@ impl Hdd {
         if write {
             self.counters.media_writes += 1;
         } else {
-            let segment = self.read_cache.allocate(first, end);
+            self.counters.read_misses += 1;
+            let (segment, sequential) = self.read_cache.allocate(first, end);
             self.slots[slot as usize]
                 .as_mut()
                 .expect("slot in use")
                 .state = State::Media {
                 segment: Some(segment),
+                sequential,
             };
         }
         self.activity = Activity::Busy {
@@ -823,15 +866,20 @@ impl Hdd {
         match work {
             Work::Command(slot) => {
                 let command = self.command(slot);
+                let state = command.state;
+                let end = command.end;
+                self.complete_at(slot, now);
                 if let State::Media {
                     segment: Some(segment),
-                } = command.state
+                    sequential,
+                } = state
                 {
-                    let end = command.end;
                     self.read_cache.filled(segment, end);
                     self.read_ahead_segment = Some(segment);
+                    if sequential {
+                        self.start_stream_read_ahead(now, segment, end);
+                    }
                 }
-                self.complete_at(slot, now);
             }
             Work::Destage => {
                 self.write_buffer.end_destage();
@@ -943,55 +991,110 @@ impl Hdd {
 
     /// Classifies a read at `now`: hit, read-ahead path, or miss.
     fn submit_read(&mut self, slot: u32, now: Nanos) {
+        let hit_ready = now + self.read_hit_overhead;
+        if self.ride_read_ahead(slot, now, hit_ready) || self.serve_from_buffer(slot, hit_ready) {
+            return;
+        }
+        self.enqueue_media(slot, now + self.read_miss_overhead);
+    }
+
+    /// Serves the read in `slot` from the running read-ahead if its data is there or on the way:
+    /// it starts within the segment's data or at most one segment beyond what has been read.
+    /// Its bus transfer starts no earlier than `ready`. Returns whether it was served.
+    fn ride_read_ahead(&mut self, slot: u32, now: Nanos, ready: Nanos) -> bool {
+        let Activity::ReadAhead(read_ahead) = self.activity else {
+            return false;
+        };
         let command = self.command(slot);
         let (first, end, bytes) = (command.first, command.end, command.request.len);
-        let hit_ready = now + self.read_hit_overhead;
-        // The segment being read ahead: hit, or wait for the read-ahead to get there.
-        if let Activity::ReadAhead(read_ahead) = self.activity {
-            let segment = read_ahead.segment;
-            let reached = self
-                .stream_at(read_ahead.stream, now as f64, read_ahead.limit)
-                .lba;
-            let valid_start = self.read_cache.valid_start(segment, reached);
-            if first >= valid_start && first <= reached + self.read_cache.segment_sectors() {
-                self.read_cache.touch(segment, end);
-                self.extend_read_ahead(now);
-                let Activity::ReadAhead(mut read_ahead) = self.activity else {
-                    unreachable!("still reading ahead");
-                };
-                let sent = self.bus_transfer(hit_ready, bytes);
-                if end <= reached {
-                    self.counters.read_hits += 1;
-                    self.complete_at(slot, sent);
-                } else {
-                    self.counters.read_ahead_waits += 1;
-                    let data_at = self.stream_done(read_ahead.stream, end).ceil() as Nanos;
-                    read_ahead.committed_until = read_ahead.committed_until.max(data_at);
-                    self.activity = Activity::ReadAhead(read_ahead);
-                    self.complete_at(slot, sent.max(data_at));
-                }
-                return;
-            }
+        let segment = read_ahead.segment;
+        let reached = self
+            .stream_at(read_ahead.stream, now as f64, read_ahead.limit)
+            .lba;
+        let valid_start = self.read_cache.valid_start(segment, reached);
+        if first < valid_start || first > reached + self.read_cache.segment_sectors() {
+            return false;
         }
+        self.read_cache.touch(segment, end);
+        self.extend_read_ahead(now);
+        let Activity::ReadAhead(mut read_ahead) = self.activity else {
+            unreachable!("still reading ahead");
+        };
+        let sent = self.bus_transfer(ready, bytes);
+        if end <= reached {
+            self.counters.read_hits += 1;
+            self.complete_at(slot, sent);
+        } else {
+            self.counters.read_ahead_waits += 1;
+            let data_at = self.stream_done(read_ahead.stream, end).ceil() as Nanos;
+            read_ahead.committed_until = read_ahead.committed_until.max(data_at);
+            self.activity = Activity::ReadAhead(read_ahead);
+            self.complete_at(slot, sent.max(data_at));
+        }
+        true
+    }
+
+    /// Serves the read in `slot` from a read segment (other than the one being read ahead
+    /// into) or from the write buffer, its bus transfer starting no earlier than `ready`.
+    /// Returns whether it was served.
+    fn serve_from_buffer(&mut self, slot: u32, ready: Nanos) -> bool {
+        let command = self.command(slot);
+        let (first, end, bytes) = (command.first, command.end, command.request.len);
         let skip = match self.activity {
             Activity::ReadAhead(read_ahead) => Some(read_ahead.segment),
             _ => None,
         };
         if let Some(segment) = self.read_cache.find(first, end, skip) {
             self.read_cache.touch(segment, end);
-            self.counters.read_hits += 1;
-            let sent = self.bus_transfer(hit_ready, bytes);
-            self.complete_at(slot, sent);
-            return;
+        } else if !self.write_buffer.contains(first, end) {
+            return false;
         }
-        if self.write_buffer.contains(first, end) {
-            self.counters.read_hits += 1;
-            let sent = self.bus_transfer(hit_ready, bytes);
-            self.complete_at(slot, sent);
-            return;
+        self.counters.read_hits += 1;
+        let sent = self.bus_transfer(ready, bytes);
+        self.complete_at(slot, sent);
+        true
+    }
+
+    /// Queued reads whose data is now in the buffer (read-ahead got there first) complete
+    /// from it instead of going to the media.
+    fn serve_queued_from_buffer(&mut self, now: Nanos) {
+        let mut index = 0;
+        while index < self.queued.len() {
+            let slot = self.queued[index];
+            let command = self.command(slot);
+            let ready = command.ready_at.max(now);
+            if command.request.op == Op::Read && self.serve_from_buffer(slot, ready) {
+                self.queued.remove(index);
+            } else {
+                index += 1;
+            }
         }
-        self.counters.read_misses += 1;
-        self.enqueue_media(slot, now + self.read_miss_overhead);
+    }
+
+    /// Ready queued reads that the running read-ahead has reached or will reach ride on it.
+    fn ride_queued_reads(&mut self, now: Nanos) {
+        let mut index = 0;
+        while index < self.queued.len() {
+            let slot = self.queued[index];
+            let command = self.command(slot);
+            if command.request.op == Op::Read
+                && command.ready_at <= now
+                && self.ride_read_ahead(slot, now, now)
+            {
+                self.queued.remove(index);
+            } else {
+                index += 1;
+            }
+        }
+    }
+
+    /// The acceptance time of the oldest write waiting for room or flush waiting for destages.
+    fn oldest_waiter_accepted(&self) -> Option<Nanos> {
+        self.waiting_for_room
+            .iter()
+            .chain(self.flushes.iter())
+            .map(|&slot| self.command(slot).accepted)
+            .min()
     }
 
     fn submit_write(&mut self, slot: u32, now: Nanos) {
@@ -1021,7 +1124,10 @@ impl Hdd {
         let command = self.slots[slot as usize].as_mut().expect("slot in use");
         command.ready_at = ready_at;
         command.target = self.geometry.locate(command.first);
-        command.state = State::Media { segment: None };
+        command.state = State::Media {
+            segment: None,
+            sequential: false,
+        };
         self.queued.push(slot);
         self.counters.max_queued = self.counters.max_queued.max(self.queued.len() as u64);
     }
@@ -1083,6 +1189,7 @@ impl Device for Hdd {
             Op::Read => {
                 self.counters.reads += 1;
                 if first == end {
+                    self.counters.read_hits += 1;
                     self.complete_at(slot, now + self.read_hit_overhead);
                 } else {
                     self.submit_read(slot, now);
