@@ -80,13 +80,18 @@ impl ReadCache {
     /// The segment holding all of `[first, end)`, looking at every segment but `skip`.
     #[inline]
     pub fn find(&self, first: u64, end: u64, skip: Option<usize>) -> Option<usize> {
-        (0..self.segments.len()).find(|&index| {
-            let segment = &self.segments[index];
-            Some(index) != skip
-                && segment.last_used != 0
-                && first >= self.valid_start(index, segment.end)
-                && end <= segment.end
-        })
+        let skip = skip.unwrap_or(usize::MAX);
+        self.segments
+            .iter()
+            .enumerate()
+            .find_map(|(index, segment)| {
+                let holds = end <= segment.end
+                    && first >= segment.start
+                    && first >= segment.end.saturating_sub(self.segment_sectors)
+                    && segment.last_used != 0
+                    && index != skip;
+                holds.then_some(index)
+            })
     }
 
     /// Records that the host read `[_, end)` from segment `index`.

@@ -22,6 +22,18 @@
 //!
 //! Angles are fractions of a revolution in `[0, 1)`.
 
+/// `angle` brought into `[0, 1)`, for angles within `[-1, 2)` (cheaper than `rem_euclid`).
+#[inline]
+pub fn wrap_unit(angle: f64) -> f64 {
+    if angle >= 1.0 {
+        angle - 1.0
+    } else if angle < 0.0 {
+        angle + 1.0
+    } else {
+        angle
+    }
+}
+
 /// One recording zone.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Zone {
@@ -155,8 +167,9 @@ impl Geometry {
                 0.0
             } else {
                 // Entering a zone is a cylinder switch: skew by the new zone's cylinder skew.
-                (previous_last_track_angle + f64::from(cylinder_skew) / f64::from(per_track))
-                    .rem_euclid(1.0)
+                wrap_unit(
+                    previous_last_track_angle + f64::from(cylinder_skew) / f64::from(per_track),
+                )
             };
             let new_zone = Zone {
                 first_lba,
@@ -219,9 +232,10 @@ impl Geometry {
         let track = offset / per_track;
         let sector = (offset % per_track) as u32;
         let heads = u64::from(self.heads);
-        let angle = (zone.track_angle(track, self.heads)
-            + f64::from(sector) / f64::from(zone.sectors_per_track))
-        .rem_euclid(1.0);
+        // Sectors from the track's sector 0 (skewed) to this one, within one revolution.
+        let from_zone_base =
+            (zone.track_skew_sectors(track, self.heads) + u64::from(sector)) % per_track;
+        let angle = wrap_unit(zone.base_angle + from_zone_base as f64 / per_track as f64);
         Location {
             zone: zone_index as u32,
             cylinder: zone.first_cylinder + (track / heads) as u32,
@@ -281,16 +295,22 @@ impl Geometry {
 }
 
 impl Zone {
-    /// Angle of sector 0 on the zone's track `track` (counted from the zone's first track).
+    /// Total skew, in sectors, of the zone's track `track` (counted from the zone's first
+    /// track): the sum over every boundary crossed since the zone's first track.
     #[inline]
-    fn track_angle(&self, track: u64, heads: u32) -> f64 {
+    fn track_skew_sectors(&self, track: u64, heads: u32) -> u64 {
         let cylinder_switches = track / u64::from(heads);
         let head_switches = track - cylinder_switches;
-        let skew = cylinder_switches * u64::from(self.cylinder_skew)
-            + head_switches * u64::from(self.track_skew);
+        cylinder_switches * u64::from(self.cylinder_skew)
+            + head_switches * u64::from(self.track_skew)
+    }
+
+    /// Angle of sector 0 on the zone's track `track` (counted from the zone's first track).
+    fn track_angle(&self, track: u64, heads: u32) -> f64 {
         let per_track = u64::from(self.sectors_per_track);
         // Reduce modulo the track before converting, so the fraction keeps full precision.
-        (self.base_angle + (skew % per_track) as f64 / per_track as f64).rem_euclid(1.0)
+        let skew = self.track_skew_sectors(track, heads) % per_track;
+        wrap_unit(self.base_angle + skew as f64 / per_track as f64)
     }
 }
 

@@ -208,6 +208,8 @@ pub struct Hdd {
     seek: SeekCurve,
     selection: Selection,
     revolution_ns: f64,
+    /// `1 / revolution_ns`.
+    revolutions_per_ns: f64,
     phase_ns: f64,
     /// Sector time of each zone, ns.
     zone_sector_ns: Vec<f64>,
@@ -251,6 +253,14 @@ pub struct Hdd {
     scratch_candidates: Vec<Candidate>,
     scratch_choices: Vec<Choice>,
     counters: Counters,
+}
+
+/// Fractional part of a non-negative `value` below 2^63 (a truncating signed cast, which is
+/// one instruction each way: no libm call).
+#[inline]
+fn fraction(value: f64) -> f64 {
+    debug_assert!(value >= 0.0);
+    value - (value as i64) as f64
 }
 
 fn ms_to_ns(ms: f64) -> f64 {
@@ -326,6 +336,7 @@ impl Hdd {
                 deadline: ms_to_nanos(config.ncq_deadline_ms),
             },
             revolution_ns,
+            revolutions_per_ns: 1.0 / revolution_ns,
             phase_ns,
             zone_sector_ns,
             head_switch_ns,
@@ -400,13 +411,19 @@ impl Hdd {
     /// Angle under the heads at `time` (ns).
     #[inline]
     fn angle_at(&self, time: f64) -> f64 {
-        ((time + self.phase_ns) / self.revolution_ns).fract()
+        fraction((time + self.phase_ns) * self.revolutions_per_ns)
     }
 
     /// Wait from `time` until `angle` comes under the heads, ns.
     #[inline]
     fn rotational_wait(&self, time: f64, angle: f64) -> f64 {
-        let wait = (angle - self.angle_at(time)).rem_euclid(1.0);
+        self.wait_for(self.angle_at(time), angle)
+    }
+
+    /// Wait, with `under` under the heads now, until `angle` comes round, ns.
+    #[inline]
+    fn wait_for(&self, under: f64, angle: f64) -> f64 {
+        let wait = geometry::wrap_unit(angle - under);
         if wait > 1.0 - ROTATION_TOLERANCE {
             0.0
         } else {
@@ -433,11 +450,25 @@ impl Hdd {
     /// Positioning time (move, write settle, rotational wait) from `from` at `time`, ns.
     #[inline]
     fn positioning_ns(&self, time: f64, from: HeadPosition, to: &Location, write: bool) -> f64 {
+        self.positioning_from_angle(self.angle_at(time), from, to, write)
+    }
+
+    /// Positioning time from `from` with `under` under the heads now, ns. Selection evaluates
+    /// every queued command from the same instant, so it computes `under` once.
+    #[inline]
+    fn positioning_from_angle(
+        &self,
+        under: f64,
+        from: HeadPosition,
+        to: &Location,
+        write: bool,
+    ) -> f64 {
         let mut moving = self.move_ns(from, to);
         if write && moving > 0.0 {
             moving += self.write_settle_ns;
         }
-        moving + self.rotational_wait(time + moving, to.angle)
+        let arrival_angle = fraction(under + moving * self.revolutions_per_ns);
+        moving + self.wait_for(arrival_angle, to.angle)
     }
 
     /// Positions for and transfers `[first, end)` starting at `start` from `from`; returns the
@@ -748,7 +779,7 @@ impl Hdd {
         let mut choices = std::mem::take(&mut self.scratch_choices);
         candidates.clear();
         choices.clear();
-        let time = now as f64;
+        let under = self.angle_at(now as f64);
         for &slot in &self.queued {
             let command = self.command(slot);
             if command.ready_at > now {
@@ -756,7 +787,12 @@ impl Hdd {
             }
             let write = command.request.op == Op::Write;
             candidates.push(Candidate {
-                positioning_ns: self.positioning_ns(time, self.head, &command.target, write),
+                positioning_ns: self.positioning_from_angle(
+                    under,
+                    self.head,
+                    &command.target,
+                    write,
+                ),
                 accepted: command.accepted,
                 priority: command_priority(&command.request),
             });

@@ -55,23 +55,19 @@ impl Selection {
     /// Index of the candidate to serve at `now`, or `None` if there are none.
     pub fn choose(&self, candidates: &[Candidate], now: Nanos) -> Option<usize> {
         let best_priority = candidates.iter().map(|c| c.priority).min()?;
-        let competing = || {
-            candidates
-                .iter()
-                .enumerate()
-                .filter(move |(_, c)| c.priority == best_priority)
-        };
-        // Deadline: the oldest command past it, if any.
-        let overdue = competing()
-            .filter(|(_, c)| now.saturating_sub(c.accepted) >= self.deadline)
-            .min_by_key(|(index, c)| (c.accepted, *index));
-        if let Some((index, _)) = overdue {
-            return Some(index);
-        }
+        // One pass over the competing commands: the oldest overdue one, and the best by aged
+        // positioning (ties to the earliest accepted, then the first listed).
+        let mut overdue: Option<(usize, Nanos)> = None;
         let mut best: Option<(usize, f64, Nanos)> = None;
-        for (index, candidate) in competing() {
-            let age = now.saturating_sub(candidate.accepted) as f64;
-            let effective = candidate.positioning_ns - self.age_weight * age;
+        for (index, candidate) in candidates.iter().enumerate() {
+            if candidate.priority != best_priority {
+                continue;
+            }
+            let age = now.saturating_sub(candidate.accepted);
+            if age >= self.deadline && overdue.map_or(true, |(_, at)| candidate.accepted < at) {
+                overdue = Some((index, candidate.accepted));
+            }
+            let effective = candidate.positioning_ns - self.age_weight * age as f64;
             let better = match best {
                 None => true,
                 Some((_, best_effective, best_accepted)) => {
@@ -83,7 +79,9 @@ impl Selection {
                 best = Some((index, effective, candidate.accepted));
             }
         }
-        best.map(|(index, _, _)| index)
+        overdue
+            .map(|(index, _)| index)
+            .or(best.map(|(index, _, _)| index))
     }
 }
 
