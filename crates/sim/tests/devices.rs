@@ -35,6 +35,14 @@ fn random_reads(device: &mut dyn Device, depth: u32, count: u64, seed: u64) -> O
     )
 }
 
+/// Rounds of the randomized test: 24, or `IOSCHED_FUZZ_ROUNDS` for a longer search.
+fn rounds() -> u64 {
+    std::env::var("IOSCHED_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(24)
+}
+
 fn depth(value: u32) -> String {
     value.to_string()
 }
@@ -406,6 +414,60 @@ fn hdd_mixed_commands_complete_exactly_once() {
     }
 }
 
+/// Random settings and mixed workloads of random sizes and depths: nothing panics (debug
+/// assertions included), every command completes exactly once, and all dirty data reaches the
+/// media once the drive is left alone.
+#[test]
+fn hdd_survives_random_settings_and_workloads() {
+    let mut rng = common::Rng::new(SEED);
+    for round in 0..rounds() {
+        let queue_depth = (1 + rng.below(32)).to_string();
+        let write_cache = ["on", "off"][rng.below(2) as usize];
+        let buffer = ["64", "512", "8192"][rng.below(3) as usize];
+        let segments = ["1", "4", "16"][rng.below(3) as usize];
+        let stream = ["0", "64", "512"][rng.below(3) as usize];
+        let capacity = ["1", "80", "500"][rng.below(3) as usize];
+        let settings = [
+            ("queue_depth", queue_depth.as_str()),
+            ("write_cache", write_cache),
+            ("write_buffer_kib", buffer),
+            ("cache_segments", segments),
+            ("stream_read_ahead_kib", stream),
+            ("capacity_gb", capacity),
+        ];
+        let mut device = build("hdd", &settings, round);
+        let depth = device.queue_depth();
+        let span = device.capacity() / [1, 64, 4096][rng.below(3) as usize];
+        let block = [4 * KIB, 64 * KIB, MIB][rng.below(3) as usize];
+        let pattern = match rng.below(3) {
+            0 => Pattern::Mixed { span },
+            1 => Pattern::Sequential { start: 0 },
+            _ => Pattern::Random { span },
+        };
+        let op = [Op::Read, Op::Write][rng.below(2) as usize];
+        let outcome = run(
+            device.as_mut(),
+            Workload {
+                op,
+                block,
+                depth,
+                pattern,
+                count: 600,
+                warmup: 0,
+            },
+            round,
+        );
+        assert_eq!(outcome.sequence.len(), 600, "round {round}: {settings:?}");
+        // Left alone, the drive destages everything.
+        let mut done = Vec::new();
+        while let Some(at) = device.next_event() {
+            device.advance(at, &mut done);
+        }
+        assert!(done.is_empty());
+        assert_eq!(counter(device.as_ref(), "dirty_bytes"), 0.0, "{settings:?}");
+    }
+}
+
 /// Same seed, same completions to the nanosecond; another seed turns the platter differently.
 #[test]
 fn hdd_is_deterministic() {
@@ -648,5 +710,55 @@ fn ssd_mixed_commands_complete_exactly_once_and_deterministically() {
     };
     for cache in ["on", "off"] {
         assert_eq!(trace(cache), trace(cache));
+    }
+}
+
+/// Random settings and mixed workloads on the SSD: nothing panics, every command completes
+/// exactly once, and the buffer drains once the drive is left alone.
+#[test]
+fn ssd_survives_random_settings_and_workloads() {
+    let mut rng = common::Rng::new(SEED ^ 0xD1E5);
+    for round in 0..rounds() {
+        let queue_depth = (1 + rng.below(128)).to_string();
+        let settings = [
+            ("queue_depth", queue_depth.as_str()),
+            ("write_cache", ["on", "off"][rng.below(2) as usize]),
+            ("write_buffer_mib", ["1", "32"][rng.below(2) as usize]),
+            ("page_kib", ["4", "16"][rng.below(2) as usize]),
+            ("channels", ["1", "8"][rng.below(2) as usize]),
+        ];
+        let mut device = build("ssd", &settings, round);
+        let depth = device.queue_depth();
+        let span = device.capacity() / [1, 4096][rng.below(2) as usize];
+        let block = [4 * KIB, 64 * KIB, 2 * MIB][rng.below(3) as usize];
+        let pattern = match rng.below(3) {
+            0 => Pattern::Mixed { span },
+            1 => Pattern::Sequential { start: 0 },
+            _ => Pattern::Random { span },
+        };
+        let op = [Op::Read, Op::Write][rng.below(2) as usize];
+        let outcome = run(
+            device.as_mut(),
+            Workload {
+                op,
+                block,
+                depth,
+                pattern,
+                count: 600,
+                warmup: 0,
+            },
+            round,
+        );
+        assert_eq!(outcome.sequence.len(), 600, "round {round}: {settings:?}");
+        let mut done = Vec::new();
+        while let Some(at) = device.next_event() {
+            device.advance(at, &mut done);
+        }
+        assert!(done.is_empty());
+        assert_eq!(
+            counter(device.as_ref(), "buffered_bytes"),
+            0.0,
+            "{settings:?}"
+        );
     }
 }

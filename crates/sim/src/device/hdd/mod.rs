@@ -995,8 +995,12 @@ impl Hdd {
         }
     }
 
-    /// When the mechanism next needs attention.
+    /// When the mechanism next needs attention; never before the device's current time.
     fn compute_wakeup(&self) -> Option<Nanos> {
+        self.mechanism_wakeup().map(|at| at.max(self.now))
+    }
+
+    fn mechanism_wakeup(&self) -> Option<Nanos> {
         let earliest_ready = self
             .queued
             .iter()
