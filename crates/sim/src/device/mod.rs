@@ -16,6 +16,8 @@
 //! backwards. Devices may draw random numbers only from the seed they were built with.
 
 pub mod fixed;
+pub mod hdd;
+pub mod ssd;
 
 use iosched_core::{Nanos, Request};
 use iosched_fio::Parameter;
@@ -122,11 +124,25 @@ pub struct ModelInfo {
     pub build: BuildFn,
 }
 
-static CATALOG: &[ModelInfo] = &[ModelInfo {
-    name: "fixed",
-    summary: "every command takes a fixed time, `parallelism` at once (for tests and teaching)",
-    build: |settings, _seed| Ok(Box::new(fixed::Fixed::from_settings(settings)?)),
-}];
+static CATALOG: &[ModelInfo] = &[
+    ModelInfo {
+        name: "fixed",
+        summary: "every command takes a fixed time, `parallelism` at once (for tests and teaching)",
+        build: |settings, _seed| Ok(Box::new(fixed::Fixed::from_settings(settings)?)),
+    },
+    ModelInfo {
+        name: "hdd",
+        summary: "7200 rpm SATA disk (Deskstar 7K500 class): zones, seek curve, rotation, \
+                  read-ahead and write-back cache, NCQ aged SPTF",
+        build: |settings, seed| Ok(Box::new(hdd::Hdd::from_settings(settings, seed)?)),
+    },
+    ModelInfo {
+        name: "ssd",
+        summary: "NVMe-class flash drive: 8 channels x 4 dies, tR 60 us, tPROG 750 us, DRAM \
+                  write buffer",
+        build: |settings, _seed| Ok(Box::new(ssd::Ssd::from_settings(settings)?)),
+    },
+];
 
 /// Every device model.
 pub fn catalog() -> &'static [ModelInfo] {

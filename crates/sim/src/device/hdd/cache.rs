@@ -1,0 +1,378 @@
+//! The drive's buffer: read segments filled by read misses and read-ahead, and the write-back
+//! buffer of dirty extents waiting to be destaged.
+//!
+//! # Read segments
+//!
+//! Each segment holds one run of consecutive sectors, at most `segment_sectors` long: the data
+//! of a read miss followed by whatever read-ahead added after it. It behaves as a sliding window
+//! over a sequential stream: `consumed` is the end of the highest range the host has read from
+//! it, and read-ahead may run until `consumed + segment_sectors`, discarding the oldest sectors
+//! as it goes. A miss takes the segment whose data ends where the miss starts (the same stream)
+//! or else the least recently used one.
+//!
+//! # Write buffer
+//!
+//! Dirty data is kept as non-overlapping extents keyed by first LBA, coalescing overlapping and
+//! adjacent writes, each tagged with the sequence number of its oldest write. A second map orders
+//! extents by that tag, so the oldest is found in O(log n) and a flush knows when every write it
+//! covers is on the media. Space is counted in sectors, the extent being destaged included until
+//! its media write completes.
+
+use std::collections::BTreeMap;
+
+/// One read segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// First sector of the run (data below `end - segment_sectors` has been dropped).
+    pub start: u64,
+    /// One past the last sector read from the media into the segment.
+    pub end: u64,
+    /// One past the highest sector the host has read from the segment.
+    pub consumed: u64,
+    /// Recency stamp for LRU replacement; 0 marks a segment never used.
+    pub last_used: u64,
+}
+
+/// The read segments.
+#[derive(Clone, Debug)]
+pub struct ReadCache {
+    segments: Vec<Segment>,
+    segment_sectors: u64,
+    clock: u64,
+}
+
+impl ReadCache {
+    /// `count` segments of `segment_sectors` each.
+    pub fn new(count: usize, segment_sectors: u64) -> ReadCache {
+        assert!(count >= 1 && segment_sectors >= 1);
+        ReadCache {
+            segments: vec![
+                Segment {
+                    start: 0,
+                    end: 0,
+                    consumed: 0,
+                    last_used: 0,
+                };
+                count
+            ],
+            segment_sectors,
+            clock: 0,
+        }
+    }
+
+    /// Sectors one segment holds.
+    pub fn segment_sectors(&self) -> u64 {
+        self.segment_sectors
+    }
+
+    /// Segment `index`.
+    pub fn segment(&self, index: usize) -> &Segment {
+        &self.segments[index]
+    }
+
+    /// First sector still held by segment `index` whose data ends at `end`.
+    #[inline]
+    pub fn valid_start(&self, index: usize, end: u64) -> u64 {
+        let segment = &self.segments[index];
+        segment.start.max(end.saturating_sub(self.segment_sectors))
+    }
+
+    /// The segment holding all of `[first, end)`, looking at every segment but `skip`.
+    #[inline]
+    pub fn find(&self, first: u64, end: u64, skip: Option<usize>) -> Option<usize> {
+        let skip = skip.unwrap_or(usize::MAX);
+        self.segments
+            .iter()
+            .enumerate()
+            .find_map(|(index, segment)| {
+                let holds = end <= segment.end
+                    && first >= segment.start
+                    && first >= segment.end.saturating_sub(self.segment_sectors)
+                    && segment.last_used != 0
+                    && index != skip;
+                holds.then_some(index)
+            })
+    }
+
+    /// Records that the host read `[_, end)` from segment `index`.
+    #[inline]
+    pub fn touch(&mut self, index: usize, end: u64) {
+        self.clock += 1;
+        let segment = &mut self.segments[index];
+        segment.consumed = segment.consumed.max(end);
+        segment.last_used = self.clock;
+    }
+
+    /// Takes a segment for a read miss of `[first, end)`: the one whose data ends at `first` if
+    /// any (the miss continues a sequential stream), else the least recently used. Its old data
+    /// is dropped; it will hold `[first, end)` once the media read completes
+    /// ([`ReadCache::filled`]). Returns the segment and whether the miss continues a stream.
+    pub fn allocate(&mut self, first: u64, end: u64) -> (usize, bool) {
+        let continued = (0..self.segments.len()).find(|&index| {
+            self.segments[index].last_used != 0 && self.segments[index].end == first
+        });
+        let index = continued.unwrap_or_else(|| {
+            (0..self.segments.len())
+                .min_by_key(|&index| self.segments[index].last_used)
+                .expect("at least one segment")
+        });
+        self.clock += 1;
+        self.segments[index] = Segment {
+            start: first,
+            end: first,
+            consumed: end,
+            last_used: self.clock,
+        };
+        (index, continued.is_some())
+    }
+
+    /// The media read into segment `index` has reached `end`.
+    #[inline]
+    pub fn filled(&mut self, index: usize, end: u64) {
+        let segment = &mut self.segments[index];
+        debug_assert!(end >= segment.end);
+        segment.end = end;
+    }
+
+    /// How far read-ahead may fill segment `index`: `consumed + segment_sectors`.
+    #[inline]
+    pub fn read_ahead_limit(&self, index: usize) -> u64 {
+        self.segments[index].consumed + self.segment_sectors
+    }
+}
+
+/// One dirty extent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    /// One past the last dirty sector.
+    pub end: u64,
+    /// Sequence number of the oldest write merged into it.
+    pub sequence: u64,
+    /// When that oldest write entered the buffer, ns.
+    pub written_at: u64,
+}
+
+/// The write-back buffer.
+#[derive(Clone, Debug)]
+pub struct WriteBuffer {
+    /// Dirty extents by first sector; never overlapping.
+    extents: BTreeMap<u64, Extent>,
+    /// First sector of each extent by its sequence number (unique per extent).
+    by_age: BTreeMap<u64, u64>,
+    /// Dirty sectors, the extent being destaged included.
+    dirty_sectors: u64,
+    /// Most dirty sectors held at once.
+    capacity_sectors: u64,
+    /// The part being written to the media: first sector, end, sequence.
+    destaging: Option<(u64, u64, u64)>,
+    /// Reused to collect the extents a write overlaps.
+    scratch: Vec<(u64, Extent)>,
+}
+
+impl WriteBuffer {
+    /// A buffer of `capacity_sectors`.
+    pub fn new(capacity_sectors: u64) -> WriteBuffer {
+        WriteBuffer {
+            extents: BTreeMap::new(),
+            by_age: BTreeMap::new(),
+            dirty_sectors: 0,
+            capacity_sectors,
+            destaging: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Most dirty sectors held at once.
+    pub fn capacity_sectors(&self) -> u64 {
+        self.capacity_sectors
+    }
+
+    /// Dirty sectors, the extent being destaged included.
+    pub fn dirty_sectors(&self) -> u64 {
+        self.dirty_sectors
+    }
+
+    /// Whether `sectors` more fit now.
+    #[inline]
+    pub fn has_room(&self, sectors: u64) -> bool {
+        self.dirty_sectors + sectors <= self.capacity_sectors
+    }
+
+    /// Whether nothing is waiting for the media.
+    pub fn is_empty(&self) -> bool {
+        self.extents.is_empty()
+    }
+
+    /// Whether every write with sequence number up to `sequence` is on the media.
+    pub fn clean_up_to(&self, sequence: u64) -> bool {
+        let oldest_waiting = self.by_age.keys().next().copied().unwrap_or(u64::MAX);
+        let oldest_in_flight = self.destaging.map_or(u64::MAX, |(_, _, s)| s);
+        oldest_waiting > sequence && oldest_in_flight > sequence
+    }
+
+    /// Whether `[first, end)` is entirely dirty (a read of it is served from the buffer).
+    #[inline]
+    pub fn contains(&self, first: u64, end: u64) -> bool {
+        if self.extents.is_empty() {
+            return false;
+        }
+        self.extents
+            .range(..=first)
+            .next_back()
+            .is_some_and(|(_, extent)| extent.end >= end)
+    }
+
+    /// Adds the write `[first, end)` with `sequence` at time `now`, coalescing with every extent
+    /// it overlaps or touches. The caller checked [`WriteBuffer::has_room`].
+    pub fn insert(&mut self, first: u64, end: u64, sequence: u64, now: u64) {
+        debug_assert!(first < end);
+        self.scratch.clear();
+        // Extents starting at or before `end` whose end reaches `first` touch the write.
+        for (&start, &extent) in self.extents.range(..=end).rev() {
+            if extent.end < first {
+                break;
+            }
+            self.scratch.push((start, extent));
+        }
+        let mut merged_first = first;
+        let mut merged_end = end;
+        let mut merged_sequence = sequence;
+        let mut written_at = now;
+        let mut replaced = 0;
+        for &(start, extent) in &self.scratch {
+            merged_first = merged_first.min(start);
+            merged_end = merged_end.max(extent.end);
+            if extent.sequence < merged_sequence {
+                merged_sequence = extent.sequence;
+                written_at = extent.written_at;
+            }
+            replaced += extent.end - start;
+            self.extents.remove(&start);
+            self.by_age.remove(&extent.sequence);
+        }
+        self.extents.insert(
+            merged_first,
+            Extent {
+                end: merged_end,
+                sequence: merged_sequence,
+                written_at,
+            },
+        );
+        self.by_age.insert(merged_sequence, merged_first);
+        self.dirty_sectors += (merged_end - merged_first) - replaced;
+    }
+
+    /// The oldest extent: first sector and extent.
+    pub fn oldest(&self) -> Option<(u64, Extent)> {
+        let (_, &start) = self.by_age.iter().next()?;
+        Some((start, self.extents[&start]))
+    }
+
+    /// Up to `count` extents starting at or after `lba`, then up to `count` before it, passed to
+    /// `visit` as (first sector, extent).
+    pub fn around(&self, lba: u64, count: usize, mut visit: impl FnMut(u64, Extent)) {
+        for (&start, &extent) in self.extents.range(lba..).take(count) {
+            visit(start, extent);
+        }
+        for (&start, &extent) in self.extents.range(..lba).rev().take(count) {
+            visit(start, extent);
+        }
+    }
+
+    /// Takes up to `max_sectors` from the front of the extent starting at `first` for a media
+    /// write; returns its end. The rest of the extent stays dirty with the same sequence.
+    pub fn begin_destage(&mut self, first: u64, max_sectors: u64) -> u64 {
+        assert!(self.destaging.is_none(), "one destage at a time");
+        let extent = self.extents.remove(&first).expect("extent exists");
+        let end = extent.end.min(first + max_sectors);
+        if end < extent.end {
+            self.extents.insert(end, extent);
+            self.by_age.insert(extent.sequence, end);
+        } else {
+            self.by_age.remove(&extent.sequence);
+        }
+        self.destaging = Some((first, end, extent.sequence));
+        end
+    }
+
+    /// The destage begun last is on the media; returns the sectors freed.
+    pub fn end_destage(&mut self) -> u64 {
+        let (first, end, _) = self.destaging.take().expect("a destage in flight");
+        let sectors = end - first;
+        self.dirty_sectors -= sectors;
+        sectors
+    }
+
+    /// Whether a destage is in flight.
+    pub fn destaging(&self) -> bool {
+        self.destaging.is_some()
+    }
+
+    /// Number of dirty extents waiting.
+    pub fn extent_count(&self) -> usize {
+        self.extents.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A naive model: a set of dirty sectors.
+    fn naive_dirty(buffer: &WriteBuffer) -> Vec<u64> {
+        let mut sectors = Vec::new();
+        for (&start, extent) in &buffer.extents {
+            sectors.extend(start..extent.end);
+        }
+        sectors
+    }
+
+    /// Coalescing keeps exactly the union of the writes, counts it once, and never overlaps.
+    #[test]
+    fn write_buffer_coalesces_like_a_set() {
+        let mut buffer = WriteBuffer::new(1 << 20);
+        let mut model = std::collections::BTreeSet::new();
+        let mut state = 12345u64;
+        for sequence in 0..2000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let first = (state >> 33) % 5000;
+            let len = 1 + (state >> 20) % 40;
+            buffer.insert(first, first + len, sequence, sequence);
+            model.extend(first..first + len);
+            let sectors = naive_dirty(&buffer);
+            assert_eq!(sectors.len() as u64, buffer.dirty_sectors());
+            assert!(sectors.iter().copied().eq(model.iter().copied()));
+            assert_eq!(buffer.extents.len(), buffer.by_age.len());
+        }
+        // Destaging everything empties it.
+        while let Some((first, _)) = buffer.oldest() {
+            buffer.begin_destage(first, 16);
+            buffer.end_destage();
+        }
+        assert_eq!(buffer.dirty_sectors(), 0);
+        assert!(buffer.clean_up_to(u64::MAX - 1));
+    }
+
+    /// Segments slide over a stream and replace the least recently used.
+    #[test]
+    fn segments_slide_and_replace_lru() {
+        let mut cache = ReadCache::new(2, 100);
+        let (a, continued) = cache.allocate(1000, 1008);
+        assert!(!continued);
+        cache.filled(a, 1008);
+        assert_eq!(cache.find(1000, 1008, None), Some(a));
+        cache.filled(a, 1300);
+        // Only the last 100 sectors stay.
+        assert_eq!(cache.find(1000, 1008, None), None);
+        assert_eq!(cache.find(1250, 1300, None), Some(a));
+        let (b, _) = cache.allocate(5000, 5008);
+        assert_ne!(a, b);
+        // The stream continues in its own segment.
+        assert_eq!(cache.allocate(1300, 1308), (a, true));
+        cache.touch(a, 1308);
+        // b is now least recently used.
+        assert_eq!(cache.allocate(9000, 9008), (b, false));
+    }
+}

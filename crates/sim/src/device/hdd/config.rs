@@ -1,0 +1,419 @@
+//! Every parameter of the `hdd` model: its default, unit, and where the value comes from.
+//!
+//! The defaults describe a Hitachi Deskstar 7K500 (HDS725050KLA360, 2005-2006): 500 GB,
+//! 7200 rpm, SATA 3 Gb/s with NCQ, 16 MB buffer. Figures come from its OEM specification
+//! (30 zones, 76.3 / 36.5 MB/s instantaneous and 64.8 / 31.0 MB/s sustained media rates in
+//! zones 0 / 29, 8.5 ms average read seek, the random-read throughput table), from the Hitachi
+//! Deskstar family of the same era (single-track seek, write seeks 1 ms slower), from DiskSim's
+//! Seagate Barracuda (full stroke 16.68 ms, command overheads as a starting point), and from the
+//! seeds' measurements (seed 003: a synchronous 4 KiB sequential reader reaches ~35 MB/s; seed
+//! 004: NCQ doubles IOPS from QD1 to QD32 and stretches the p99.99 past a second).
+
+use crate::device::{parse_flag, parse_integer, parse_number, DeviceError};
+
+/// The settable parameters of the `hdd` model. See [`SETTINGS`] for units and sources.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HddConfig {
+    /// Spindle speed, revolutions per minute.
+    pub rpm: f64,
+    /// Addressable 512-byte sectors.
+    pub capacity_sectors: u64,
+    /// Recording surfaces (heads).
+    pub heads: u32,
+    /// Recording zones.
+    pub zones: u32,
+    /// Sectors per track in the outermost zone.
+    pub outer_sectors_per_track: u32,
+    /// Sectors per track in the innermost zone.
+    pub inner_sectors_per_track: u32,
+    /// One-cylinder seek, ms.
+    pub track_to_track_ms: f64,
+    /// Average read seek over all pairs of cylinders, ms.
+    pub average_seek_ms: f64,
+    /// Full-stroke seek, ms.
+    pub full_stroke_ms: f64,
+    /// Extra settling before a write after the head moved, ms.
+    pub write_settle_ms: f64,
+    /// Head switch within a cylinder, ms.
+    pub head_switch_ms: f64,
+    /// Controller overhead of a read served from the buffer, ms.
+    pub read_hit_overhead_ms: f64,
+    /// Controller overhead of a read that goes to the media, ms.
+    pub read_miss_overhead_ms: f64,
+    /// Controller overhead of a write, ms.
+    pub write_overhead_ms: f64,
+    /// Host interface payload rate, MB/s (10^6 bytes).
+    pub bus_mb_per_s: f64,
+    /// Read segments in the buffer.
+    pub cache_segments: u32,
+    /// Size of one read segment, KiB.
+    pub segment_kib: u64,
+    /// Write-back buffer, KiB.
+    pub write_buffer_kib: u64,
+    /// Write-back caching on.
+    pub write_cache: bool,
+    /// NCQ depth.
+    pub queue_depth: u32,
+    /// Aged SPTF weight: positioning ns forgiven per ns waited.
+    pub ncq_age_weight: f64,
+    /// NCQ hard deadline, ms.
+    pub ncq_deadline_ms: f64,
+    /// Idle time before background destaging starts, ms.
+    pub destage_idle_ms: f64,
+    /// Dirty share of the write buffer above which destages compete with host commands, %.
+    pub destage_high_water_pct: f64,
+    /// Largest single destage, KiB.
+    pub destage_max_kib: u64,
+    /// Dirty extents examined on each side of the head when choosing a destage.
+    pub destage_candidates: u32,
+    /// Free share of a segment that restarts a paused read-ahead, %.
+    pub read_ahead_resume_pct: f64,
+    /// Read-ahead no command may interrupt after a miss continuing a sequential stream, KiB.
+    pub stream_read_ahead_kib: u64,
+}
+
+/// Sectors of the default 500 GB drive (IDEMA LBA count for 500 GB, the 7K500's capacity).
+pub const DEFAULT_CAPACITY_SECTORS: u64 = 976_773_168;
+
+impl Default for HddConfig {
+    fn default() -> Self {
+        HddConfig {
+            rpm: 7200.0,
+            capacity_sectors: DEFAULT_CAPACITY_SECTORS,
+            heads: 10,
+            zones: 30,
+            // 76.3 MB/s = sectors * 512 B * 120 rev/s.
+            outer_sectors_per_track: 1242,
+            // 36.5 MB/s.
+            inner_sectors_per_track: 594,
+            track_to_track_ms: 1.0,
+            average_seek_ms: 8.5,
+            full_stroke_ms: 16.7,
+            write_settle_ms: 1.0,
+            head_switch_ms: 1.4,
+            read_hit_overhead_ms: 0.1,
+            read_miss_overhead_ms: 0.23,
+            write_overhead_ms: 0.16,
+            bus_mb_per_s: 300.0,
+            cache_segments: 16,
+            segment_kib: 512,
+            write_buffer_kib: 8192,
+            write_cache: true,
+            queue_depth: 32,
+            ncq_age_weight: 0.001,
+            ncq_deadline_ms: 2000.0,
+            destage_idle_ms: 0.5,
+            destage_high_water_pct: 75.0,
+            destage_max_kib: 512,
+            destage_candidates: 4,
+            read_ahead_resume_pct: 25.0,
+            stream_read_ahead_kib: 512,
+        }
+    }
+}
+
+/// One settable parameter: name, unit, and what it is and where the default comes from.
+pub struct Setting {
+    /// Name as `--device-set NAME=VALUE` takes it.
+    pub name: &'static str,
+    /// Unit.
+    pub unit: &'static str,
+    /// Meaning and source.
+    pub note: &'static str,
+}
+
+/// Every settable parameter, in the order `parameters()` lists them.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "rpm",
+        unit: "rev/min",
+        note: "spindle speed; 7K500 spec: 7200 (8.333 ms per revolution)",
+    },
+    Setting {
+        name: "capacity_gb",
+        unit: "GB",
+        note: "addressable size (10^9 B); default 976,773,168 sectors, the 7K500's 500 GB; a \
+               smaller value keeps the format and the seek figures and uses fewer cylinders",
+    },
+    Setting {
+        name: "heads",
+        unit: "surfaces",
+        note: "7K500: 5 platters, 10 heads",
+    },
+    Setting {
+        name: "zones",
+        unit: "zones",
+        note: "7K500 spec lists zones 0..29; equal cylinders per zone, sectors per track linear",
+    },
+    Setting {
+        name: "outer_sectors_per_track",
+        unit: "sectors",
+        note: "zone 0; 7K500 spec: 76.3 MB/s instantaneous = 1242 x 512 B x 120 rev/s",
+    },
+    Setting {
+        name: "inner_sectors_per_track",
+        unit: "sectors",
+        note: "innermost zone; 7K500 spec: 36.5 MB/s instantaneous (zone 29)",
+    },
+    Setting {
+        name: "track_to_track_ms",
+        unit: "ms",
+        note: "one-cylinder seek t1; Hitachi specs of the era: 1.0 ms read (REFERENCE: 0.2-1.0)",
+    },
+    Setting {
+        name: "average_seek_ms",
+        unit: "ms",
+        note: "average read seek A over all cylinder pairs; 7K500 spec: 8.5 ms",
+    },
+    Setting {
+        name: "full_stroke_ms",
+        unit: "ms",
+        note: "full stroke F; DiskSim's Barracuda 16.68 ms (REFERENCE: 15-18 ms)",
+    },
+    Setting {
+        name: "write_settle_ms",
+        unit: "ms",
+        note: "added to a write's seek; Deskstar 7K1000.C: 9.5 ms write vs 8.5 ms read average",
+    },
+    Setting {
+        name: "head_switch_ms",
+        unit: "ms",
+        note: "7K500 sustained 64.8 of 76.3 MB/s = 10 revs / (10 revs + 9 head + 1 cylinder \
+               switches) gives ~1.4-1.5 ms per switch",
+    },
+    Setting {
+        name: "read_hit_overhead_ms",
+        unit: "ms",
+        note: "read served from the buffer; DiskSim Barracuda 0.082 ms; 0.1 ms + bus gives seed \
+               003's ~35 MB/s for one synchronous 4 KiB sequential reader",
+    },
+    Setting {
+        name: "read_miss_overhead_ms",
+        unit: "ms",
+        note: "read going to the media; 7K500 random-read table: 4096 reads in 55.5 s typical \
+               (105% of T) leaves 0.23 ms besides 8.5 ms seek and 4.17 ms latency (DiskSim \
+               Barracuda: 0.61 ms, a 1990s controller)",
+    },
+    Setting {
+        name: "write_overhead_ms",
+        unit: "ms",
+        note: "write command; seed 003: one 4 KiB direct sequential writer ~22.7 MB/s into the \
+               write cache = 0.18 ms per write including bus (DiskSim Barracuda: 1.05 ms)",
+    },
+    Setting {
+        name: "bus_mb_s",
+        unit: "MB/s",
+        note: "SATA 3 Gb/s payload rate; 7K500 spec: 300 MB/s buffer-host",
+    },
+    Setting {
+        name: "cache_segments",
+        unit: "segments",
+        note: "read segments (LRU); with segment_kib and write_buffer_kib they split the 7K500's \
+               16 MB buffer (our choice: real firmware adapts the split)",
+    },
+    Setting {
+        name: "segment_kib",
+        unit: "KiB",
+        note: "size of one read segment, also how far read-ahead runs past the last host read",
+    },
+    Setting {
+        name: "write_buffer_kib",
+        unit: "KiB",
+        note: "write-back buffer for dirty data",
+    },
+    Setting {
+        name: "write_cache",
+        unit: "on/off",
+        note: "write-back caching (hdparm -W); on by default as shipped",
+    },
+    Setting {
+        name: "queue_depth",
+        unit: "commands",
+        note: "NCQ depth, 1..32 (SATA NCQ has 32 tags; Linux libata uses 31 of them)",
+    },
+    Setting {
+        name: "ncq_age_weight",
+        unit: "ns/ns",
+        note: "aged SPTF (DiskSim): effective = positioning - weight x age; 1 ms of credit per \
+               second waited. At QD32 (mean wait ~160 ms) it leaves throughput at pure SPTF's \
+               (~197 IOPS) but lets commands near the tail win the many near-ties, cutting the \
+               4K random p99.99 from 1.7 s (pure SPTF, as REFERENCE's model) to ~1.3 s \
+               (seed 004: over 1 s)",
+    },
+    Setting {
+        name: "ncq_deadline_ms",
+        unit: "ms",
+        note: "a command waiting this long goes first, oldest first (real drives: ~1-4 s, \
+               REFERENCE); just above the longest wait aged SPTF gives under random load \
+               (~1.9 s at QD32), so it fires only where positioning alone would starve a \
+               command, e.g. a far read behind a busy region",
+    },
+    Setting {
+        name: "destage_idle_ms",
+        unit: "ms",
+        note: "idle time before background destaging (our choice: lets a synchronous host's next \
+               command take the head first)",
+    },
+    Setting {
+        name: "destage_high_water_pct",
+        unit: "%",
+        note: "above this dirty share, destages compete with host commands by positioning time",
+    },
+    Setting {
+        name: "destage_max_kib",
+        unit: "KiB",
+        note: "largest destage written in one go (bounds how long a destage holds the head)",
+    },
+    Setting {
+        name: "destage_candidates",
+        unit: "extents",
+        note: "dirty extents examined on each side of the head (plus the oldest) per destage",
+    },
+    Setting {
+        name: "read_ahead_resume_pct",
+        unit: "%",
+        note: "a read-ahead paused by a full segment resumes when this share is free again",
+    },
+    Setting {
+        name: "stream_read_ahead_kib",
+        unit: "KiB",
+        note: "after a miss that continues a sequential stream, read-ahead this far is not \
+               interrupted (firmware stream detection; at most a segment; 0 turns it off). \
+               Keeps interleaved sequential readers from thrashing the head",
+    },
+];
+
+fn bad(name: &str, value: &str, reason: &str) -> DeviceError {
+    DeviceError::BadValue {
+        name: name.to_string(),
+        value: value.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+fn within(name: &str, value: &str, number: f64, min: f64, max: f64) -> Result<f64, DeviceError> {
+    if number < min || number > max {
+        return Err(bad(name, value, &format!("must be within {min}..={max}")));
+    }
+    Ok(number)
+}
+
+impl HddConfig {
+    /// Applies one setting.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), DeviceError> {
+        let number = |min: f64, max: f64| -> Result<f64, DeviceError> {
+            within(name, value, parse_number(name, value)?, min, max)
+        };
+        match name {
+            "rpm" => self.rpm = number(1000.0, 20_000.0)?,
+            "capacity_gb" => {
+                let gigabytes = number(0.1, 100_000.0)?;
+                // Whole 4 KiB blocks, as drives report.
+                self.capacity_sectors = ((gigabytes * 1e9 / 512.0) as u64 / 8) * 8;
+            }
+            "heads" => self.heads = parse_integer(name, value, 1, 32)? as u32,
+            "zones" => self.zones = parse_integer(name, value, 1, 256)? as u32,
+            "outer_sectors_per_track" => {
+                self.outer_sectors_per_track = parse_integer(name, value, 16, 100_000)? as u32
+            }
+            "inner_sectors_per_track" => {
+                self.inner_sectors_per_track = parse_integer(name, value, 16, 100_000)? as u32
+            }
+            "track_to_track_ms" => self.track_to_track_ms = number(0.01, 100.0)?,
+            "average_seek_ms" => self.average_seek_ms = number(0.01, 100.0)?,
+            "full_stroke_ms" => self.full_stroke_ms = number(0.01, 200.0)?,
+            "write_settle_ms" => self.write_settle_ms = number(0.0, 100.0)?,
+            "head_switch_ms" => self.head_switch_ms = number(0.0, 100.0)?,
+            "read_hit_overhead_ms" => self.read_hit_overhead_ms = number(0.0, 100.0)?,
+            "read_miss_overhead_ms" => self.read_miss_overhead_ms = number(0.0, 100.0)?,
+            "write_overhead_ms" => self.write_overhead_ms = number(0.0, 100.0)?,
+            "bus_mb_s" => self.bus_mb_per_s = number(1.0, 100_000.0)?,
+            "cache_segments" => self.cache_segments = parse_integer(name, value, 1, 256)? as u32,
+            "segment_kib" => self.segment_kib = parse_integer(name, value, 4, 1 << 20)?,
+            "write_buffer_kib" => self.write_buffer_kib = parse_integer(name, value, 4, 1 << 22)?,
+            "write_cache" => self.write_cache = parse_flag(name, value)?,
+            "queue_depth" => self.queue_depth = parse_integer(name, value, 1, 32)? as u32,
+            "ncq_age_weight" => self.ncq_age_weight = number(0.0, 1000.0)?,
+            "ncq_deadline_ms" => self.ncq_deadline_ms = number(1.0, 3_600_000.0)?,
+            "destage_idle_ms" => self.destage_idle_ms = number(0.0, 60_000.0)?,
+            "destage_high_water_pct" => self.destage_high_water_pct = number(0.0, 100.0)?,
+            "destage_max_kib" => self.destage_max_kib = parse_integer(name, value, 4, 1 << 20)?,
+            "destage_candidates" => {
+                self.destage_candidates = parse_integer(name, value, 1, 1024)? as u32
+            }
+            "read_ahead_resume_pct" => self.read_ahead_resume_pct = number(1.0, 100.0)?,
+            "stream_read_ahead_kib" => {
+                self.stream_read_ahead_kib = parse_integer(name, value, 0, 1 << 20)?
+            }
+            _ => {
+                return Err(DeviceError::UnknownParameter {
+                    model: "hdd".into(),
+                    name: name.to_string(),
+                    known: SETTINGS.iter().map(|s| s.name.to_string()).collect(),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of setting `name` as text.
+    pub fn get(&self, name: &str) -> String {
+        match name {
+            "rpm" => format!("{}", self.rpm),
+            "capacity_gb" => format!("{:.3}", self.capacity_sectors as f64 * 512.0 / 1e9),
+            "heads" => self.heads.to_string(),
+            "zones" => self.zones.to_string(),
+            "outer_sectors_per_track" => self.outer_sectors_per_track.to_string(),
+            "inner_sectors_per_track" => self.inner_sectors_per_track.to_string(),
+            "track_to_track_ms" => format!("{}", self.track_to_track_ms),
+            "average_seek_ms" => format!("{}", self.average_seek_ms),
+            "full_stroke_ms" => format!("{}", self.full_stroke_ms),
+            "write_settle_ms" => format!("{}", self.write_settle_ms),
+            "head_switch_ms" => format!("{}", self.head_switch_ms),
+            "read_hit_overhead_ms" => format!("{}", self.read_hit_overhead_ms),
+            "read_miss_overhead_ms" => format!("{}", self.read_miss_overhead_ms),
+            "write_overhead_ms" => format!("{}", self.write_overhead_ms),
+            "bus_mb_s" => format!("{}", self.bus_mb_per_s),
+            "cache_segments" => self.cache_segments.to_string(),
+            "segment_kib" => self.segment_kib.to_string(),
+            "write_buffer_kib" => self.write_buffer_kib.to_string(),
+            "write_cache" => if self.write_cache { "on" } else { "off" }.to_string(),
+            "queue_depth" => self.queue_depth.to_string(),
+            "ncq_age_weight" => format!("{}", self.ncq_age_weight),
+            "ncq_deadline_ms" => format!("{}", self.ncq_deadline_ms),
+            "destage_idle_ms" => format!("{}", self.destage_idle_ms),
+            "destage_high_water_pct" => format!("{}", self.destage_high_water_pct),
+            "destage_max_kib" => self.destage_max_kib.to_string(),
+            "destage_candidates" => self.destage_candidates.to_string(),
+            "read_ahead_resume_pct" => format!("{}", self.read_ahead_resume_pct),
+            "stream_read_ahead_kib" => self.stream_read_ahead_kib.to_string(),
+            _ => unreachable!("every setting has a getter: {name}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every listed setting can be read back and set to its own value.
+    #[test]
+    fn every_setting_round_trips() {
+        let defaults = HddConfig::default();
+        let mut config = HddConfig::default();
+        for setting in SETTINGS {
+            let value = defaults.get(setting.name);
+            config.set(setting.name, &value).unwrap();
+        }
+        let mut expected = defaults.clone();
+        // capacity_gb prints rounded; it comes back as whole 4 KiB blocks of that size.
+        expected.capacity_sectors = config.capacity_sectors;
+        assert_eq!(config, expected);
+        assert!(matches!(
+            config.set("nonsense", "1"),
+            Err(DeviceError::UnknownParameter { .. })
+        ));
+        assert!(config.set("queue_depth", "33").is_err());
+        assert!(config.set("write_cache", "maybe").is_err());
+    }
+}

@@ -1,0 +1,148 @@
+//! The seek curve: how long the arm takes to move the heads across `d` cylinders.
+//!
+//! DiskSim's three-point curve, fitted through the three figures a datasheet gives: the
+//! single-cylinder (track-to-track) time `t1`, the average `A` and the full stroke `F` over `N`
+//! cylinders:
+//!
+//! ```text
+//! seek(0) = 0
+//! seek(d) = t1 + b*(d - 1) + a*sqrt(d - 1)            for d >= 1
+//! a = (-10*t1 + 15*A - 5*F) / (3*sqrt(N))
+//! b = (7*t1 - 15*A + 8*F) / (3*N)
+//! ```
+//!
+//! The square-root term is the arm accelerating and decelerating (short seeks); the linear term
+//! is the coast phase of long seeks. The fit assumes the datasheet's average is taken over all
+//! pairs of cylinders, whose mean distance is `N/3`: over the triangular density of distances,
+//! `E[sqrt(d/N)] = 8/15` and `E[d/N] = 1/3`, which is where the constants come from.
+
+/// A fitted three-point seek curve. Times in nanoseconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeekCurve {
+    /// Track-to-track (one cylinder) seek, ns.
+    single_ns: f64,
+    /// Coefficient of `sqrt(d - 1)`, ns.
+    sqrt_ns: f64,
+    /// Coefficient of `d - 1`, ns per cylinder.
+    linear_ns: f64,
+    /// Cylinders the curve spans.
+    cylinders: u32,
+}
+
+/// The seek figures were not usable to fit a curve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeekFitError(pub String);
+
+impl SeekCurve {
+    /// Fits the curve through `single_ms` (one cylinder), `average_ms` (over all pairs) and
+    /// `full_ms` (full stroke) over `cylinders` cylinders. Refuses figures that would make the
+    /// curve fall with distance anywhere (a negative coefficient).
+    pub fn fit(
+        single_ms: f64,
+        average_ms: f64,
+        full_ms: f64,
+        cylinders: u32,
+    ) -> Result<SeekCurve, SeekFitError> {
+        if cylinders < 2 {
+            return Err(SeekFitError(format!(
+                "need at least 2 cylinders, got {cylinders}"
+            )));
+        }
+        if !(single_ms > 0.0 && single_ms <= average_ms && average_ms <= full_ms) {
+            return Err(SeekFitError(format!(
+                "need 0 < single ({single_ms} ms) <= average ({average_ms} ms) <= full stroke ({full_ms} ms)"
+            )));
+        }
+        let n = f64::from(cylinders);
+        let sqrt_ms = (-10.0 * single_ms + 15.0 * average_ms - 5.0 * full_ms) / (3.0 * n.sqrt());
+        let linear_ms = (7.0 * single_ms - 15.0 * average_ms + 8.0 * full_ms) / (3.0 * n);
+        if sqrt_ms < 0.0 || linear_ms < 0.0 {
+            return Err(SeekFitError(format!(
+                "single {single_ms} ms, average {average_ms} ms and full stroke {full_ms} ms give a \
+                 curve that is not increasing (sqrt term {sqrt_ms:.4}, linear term {linear_ms:.6}); \
+                 the average must lie between (2*single + full)/3 and (7*single + 8*full)/15"
+            )));
+        }
+        Ok(SeekCurve {
+            single_ns: single_ms * 1e6,
+            sqrt_ns: sqrt_ms * 1e6,
+            linear_ns: linear_ms * 1e6,
+            cylinders,
+        })
+    }
+
+    /// Seek time over `distance` cylinders, ns.
+    #[inline]
+    pub fn time_ns(&self, distance: u32) -> f64 {
+        if distance == 0 {
+            return 0.0;
+        }
+        let beyond_one = f64::from(distance - 1);
+        self.single_ns + self.linear_ns * beyond_one + self.sqrt_ns * beyond_one.sqrt()
+    }
+
+    /// Cylinders the curve spans.
+    pub fn cylinders(&self) -> u32 {
+        self.cylinders
+    }
+
+    /// Coefficient `a` of `sqrt(d - 1)`, ms.
+    pub fn sqrt_coefficient_ms(&self) -> f64 {
+        self.sqrt_ns / 1e6
+    }
+
+    /// Coefficient `b` of `d - 1`, ms per cylinder.
+    pub fn linear_coefficient_ms(&self) -> f64 {
+        self.linear_ns / 1e6
+    }
+
+    /// Mean seek time over all ordered pairs of cylinders (both ends uniform), computed by
+    /// summing over every distance with its exact probability: `1/N` for 0 and `2(N-d)/N^2`
+    /// for `d >= 1`. O(N).
+    pub fn mean_over_cylinder_pairs_ns(&self) -> f64 {
+        let n = f64::from(self.cylinders);
+        let mut total = 0.0;
+        for distance in 1..self.cylinders {
+            total += 2.0 * (n - f64::from(distance)) * self.time_ns(distance);
+        }
+        total / (n * n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The curve passes through its three defining points.
+    #[test]
+    fn passes_through_its_three_points() {
+        let curve = SeekCurve::fit(1.0, 8.5, 16.7, 100_000).unwrap();
+        assert_eq!(curve.time_ns(0), 0.0);
+        assert!((curve.time_ns(1) - 1.0e6).abs() < 1e-6);
+        let full = curve.time_ns(99_999);
+        assert!((full - 16.7e6).abs() < 0.01e6, "full stroke {full}");
+        let mean = curve.mean_over_cylinder_pairs_ns();
+        assert!((mean - 8.5e6).abs() < 0.05e6, "mean {mean}");
+    }
+
+    /// Seek time never falls as distance grows.
+    #[test]
+    fn is_monotonic() {
+        let curve = SeekCurve::fit(1.0, 8.5, 16.7, 10_000).unwrap();
+        let mut previous = 0.0;
+        for distance in 0..10_000 {
+            let time = curve.time_ns(distance);
+            assert!(time >= previous);
+            previous = time;
+        }
+    }
+
+    /// Figures that would bend the curve downwards are refused.
+    #[test]
+    fn refuses_inconsistent_figures() {
+        assert!(SeekCurve::fit(1.0, 15.0, 16.0, 1000).is_err());
+        assert!(SeekCurve::fit(1.0, 2.0, 16.0, 1000).is_err());
+        assert!(SeekCurve::fit(0.0, 8.0, 16.0, 1000).is_err());
+        assert!(SeekCurve::fit(1.0, 8.0, 16.0, 1).is_err());
+    }
+}
