@@ -234,9 +234,12 @@ pub struct JobSpec {
 
     /// Access pattern (`rw`).
     pub rw: RwMode,
-    /// For random modes, how many I/Os go sequentially before a new random offset (`rw=randread:8`);
-    /// for sequential modes, the number of blocks skipped between I/Os plus one. Default 1.
+    /// For random modes, how many I/Os go sequentially before a new random offset (`rw=randread:8`,
+    /// fio's `ddir_seq_nr`). Always 1 for sequential modes. Default 1.
     pub rw_sequencer_nr: u32,
+    /// For sequential modes, bytes skipped after each I/O, making sequential I/O with holes
+    /// (`rw=write:4k`, fio's `ddir_seq_add`). Always 0 for random modes. Default 0.
+    pub rw_skip_bytes: u64,
     /// Percentage of mixed I/O that reads (`rwmixread`; `rwmixwrite` sets 100 minus it).
     pub rwmixread: u32,
     /// Block size choice for read, write and trim (`bs`, `bsrange`, `bssplit`).
@@ -321,7 +324,14 @@ pub struct JobSpec {
     /// Averaging window for bandwidth/IOPS logs in ms (`log_avg_msec`); 0 logs every I/O.
     pub log_avg_msec: u32,
 
-    /// Every option as written after `[global]` inheritance, for fio's "job options" output.
+    /// The elevator fio would select on the job's device (`ioscheduler`), if set. The policy
+    /// the run uses is the runner's choice; it should honour this or say that it does not.
+    pub ioscheduler: Option<String>,
+
+    /// The options set in the job's own section (and files it includes), in the order fio
+    /// applies them, under fio's canonical names, with `${VAR}` expanded; a bare option has an
+    /// empty value. This is fio's "job options" JSON section: options inherited from `[global]`
+    /// are in [`JobFile::global_options`] instead, as fio lists them.
     pub options: Vec<(String, String)>,
 }
 
@@ -338,6 +348,9 @@ pub struct JobFile {
     pub jobs: Vec<JobSpec>,
     /// Options accepted without effect, with their reason.
     pub notes: Vec<Note>,
+    /// The options of every `[global]` section, as for [`JobSpec::options`]: fio's
+    /// "global options" JSON section.
+    pub global_options: Vec<(String, String)>,
 }
 
 impl JobSpec {
@@ -346,7 +359,10 @@ impl JobSpec {
     pub fn new(name: &str) -> Self {
         JobSpec {
             name: name.to_string(),
-            location: Location { file: String::new(), line: 0 },
+            location: Location {
+                file: String::new(),
+                line: 0,
+            },
             clone: 0,
             numjobs: 1,
             group_id: 0,
@@ -355,8 +371,13 @@ impl JobSpec {
             description: None,
             rw: RwMode::Read,
             rw_sequencer_nr: 1,
+            rw_skip_bytes: 0,
             rwmixread: 50,
-            bs: [BlockSize::Fixed(4096), BlockSize::Fixed(4096), BlockSize::Fixed(4096)],
+            bs: [
+                BlockSize::Fixed(4096),
+                BlockSize::Fixed(4096),
+                BlockSize::Fixed(4096),
+            ],
             blockalign: [4096; 3],
             filenames: vec![format!("{name}.0.0")],
             size: None,
@@ -364,7 +385,9 @@ impl JobSpec {
             offset: Amount::Bytes(0),
             offset_increment: 0,
             loops: 1,
-            engine: Engine::Sync { name: "psync".into() },
+            engine: Engine::Sync {
+                name: "psync".into(),
+            },
             iodepth: 1,
             direct: false,
             sync_writes: false,
@@ -392,6 +415,7 @@ impl JobSpec {
             write_bw_log: None,
             write_iops_log: None,
             log_avg_msec: 0,
+            ioscheduler: None,
             options: Vec::new(),
         }
     }
