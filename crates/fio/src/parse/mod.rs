@@ -18,16 +18,17 @@
 //!
 //! Parse, then resolve, as fio does:
 //!
-//! 1. [`ini`] splits the file into `[sections]` of option lines, following `include`s and
+//! 1. `ini` splits the file into `[sections]` of option lines, following `include`s and
 //!    dropping comments.
-//! 2. [`expand`] substitutes `${VAR}` and fio's `$ncpus`, `$pagesize`, `$mb_memory`.
-//! 3. [`settings`] applies each line to its section's settings: a `[global]` section changes
+//! 2. `expand` substitutes `${VAR}` and fio's `$ncpus`, `$pagesize`, `$mb_memory`.
+//! 3. `settings` applies each line to its section's settings: a `[global]` section changes
 //!    the defaults of the jobs below it, a job starts from those defaults. Values are read by
-//!    [`value`] with fio's suffix rules. Every option fio defines is in [`table`] (generated
-//!    from fio's source, see `tools/gen_fio_options.py`), and [`disposition`] says whether
+//!    `value` with fio's suffix rules. Every option fio defines is in `table` (generated
+//!    from fio's source, see `tools/gen_fio_options.py`), and `disposition` says whether
 //!    iosched honours it, accepts it with a [`Note`], or refuses it.
-//! 4. [`resolve`] turns each job into one [`JobSpec`] per clone (`numjobs`), applying what fio
-//!    decides from several options together, and this module numbers the reporting groups.
+//! 4. `resolve` turns each job into one [`JobSpec`](crate::JobSpec) per clone (`numjobs`),
+//!    applying what fio decides from several options together, and this module numbers the
+//!    reporting groups.
 //!
 //! Every error is a [`ParseError`] naming the file and line. No input makes the parser panic
 //! (a property test feeds it arbitrary text).
@@ -37,13 +38,21 @@
 //! Only where fio would silently run something other than what the file says:
 //!
 //! - values fio misreads are refused with an explanation (`4q`, `1.5g`, `10sec`, `4ki`; see
-//!   [`value`]), and so are values after `=` that fio would read with their leading blank
-//!   (`bs = 4k` is 4 bytes to fio; iosched reads 4 KiB);
+//!   `value`);
+//! - blanks after `=` are ignored: `bs = 4k` is 4 KiB (fio's parser reads 4 bytes);
 //! - an `include` path is relative to the including file only (fio tries its working directory
 //!   first), and an include loop is an error (fio recurses until it fails);
 //! - a malformed header `[job` is an error (fio names the job `jo`);
 //! - `numjobs=0`, negative sizes and other values fio accepts with undefined results are
-//!   refused.
+//!   refused;
+//! - ':' and '-' do not separate values (`bs=4k-8k` is read 4k, write 8k to fio; `iodepth=4:8`
+//!   is 4): only ',' separates read, write and trim values;
+//! - `bssplit` percentages must add up to 100 (fio hands a shortfall or excess to some entry).
+//!
+//! Some fio behaviours that surprise are kept, because a job file must mean what it means to
+//! fio: a job's `filename` adds to a `[global]` one instead of replacing it; a section whose
+//! name merely starts with `global` is global; `bssplit=4k/0` means "fill in", like a blank
+//! percentage; `size=0` means no size.
 //!
 //! # Bounds
 //!

@@ -263,6 +263,17 @@ impl Settings {
                 for (direction, part) in value::per_direction(required(text)?)? {
                     // fio has no third slot for two-direction options and drops its value.
                     if direction < usize::from(option.directions) {
+                        if single(part).is_err() {
+                            let range = if option.name == "bs" {
+                                "; for a range of sizes use bsrange"
+                            } else {
+                                ""
+                            };
+                            return Err(format!(
+                                "\"{part}\": separate the read, write and trim values with ',' \
+                                 (fio would take ':' and '-' as separators too){range}"
+                            ));
+                        }
                         values[direction] = Some(read_number(option, part, kb_base)?);
                     }
                 }
@@ -341,7 +352,8 @@ fn required(text: Option<&str>) -> Result<&str, String> {
 }
 
 /// fio splits a number option's value at ',', ':' and '-' into per-direction values and
-/// silently keeps only the first for options that have one direction; refuse the rest.
+/// silently keeps only the first for options that have one direction; refuse such values.
+/// (A leading '-' is a sign, and parentheses hold arithmetic.)
 fn single(text: &str) -> Result<(), String> {
     let body = text.trim();
     let body = body.strip_prefix('-').unwrap_or(body);
@@ -965,5 +977,8 @@ mod tests {
         assert!(apply(&mut settings, "nice=-5").is_ok());
         assert!(apply(&mut settings, "iodepth=(2*16)").is_ok());
         assert_eq!(settings.value("iodepth"), Some(&Value::Int(32)));
+        let error = apply(&mut settings, "bs=4k-8k").unwrap_err();
+        assert!(error.message.contains("use bsrange"), "{error}");
+        assert!(apply(&mut settings, "rate=1m:2m").is_err());
     }
 }
