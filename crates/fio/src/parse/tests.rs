@@ -616,3 +616,51 @@ fn total_jobs_are_bounded() {
     assert!(error("[j]\nnumjobs=5000\n").contains("more than 4096 jobs"));
     assert!(parse("[j]\nnumjobs=4096\n").is_ok());
 }
+
+// JobSpec::new's defaults are fio's: every honoured option set to the default fio's own option
+// table gives (generated from options.c) resolves to exactly JobSpec::new.
+#[test]
+fn job_spec_defaults_match_fio_option_table() {
+    let names = [
+        "rw",
+        "bs",
+        "ioengine",
+        "iodepth",
+        "rwmixread",
+        "direct",
+        "buffered",
+        "numjobs",
+        "randrepeat",
+        "loops",
+        "thinktime",
+        "thinktime_spin",
+        "thinktime_blocks",
+        "offset",
+        "offset_increment",
+        "startdelay",
+        "runtime",
+        "fsync",
+        "fdatasync",
+        "sync",
+        "end_fsync",
+        "clat_percentiles",
+        "lat_percentiles",
+        "percentile_list",
+        "log_avg_msec",
+        "kb_base",
+        "random_distribution",
+        "fill_device",
+    ];
+    let mut text = String::from("[job]\n");
+    for name in names {
+        let default = table::find(name)
+            .and_then(|option| option.default)
+            .unwrap_or_else(|| panic!("{name} has no default in fio's table"));
+        text.push_str(&format!("{name}={default}\n"));
+    }
+    let mut spec = job(&text);
+    spec.options.clear();
+    let mut expected = JobSpec::new("job");
+    expected.location = spec.location.clone();
+    assert_eq!(spec, expected);
+}
