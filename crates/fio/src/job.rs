@@ -234,9 +234,12 @@ pub struct JobSpec {
 
     /// Access pattern (`rw`).
     pub rw: RwMode,
-    /// For random modes, how many I/Os go sequentially before a new random offset (`rw=randread:8`);
-    /// for sequential modes, the number of blocks skipped between I/Os plus one. Default 1.
+    /// For random modes, how many I/Os go sequentially before a new random offset (`rw=randread:8`,
+    /// fio's `ddir_seq_nr`). Always 1 for sequential modes. Default 1.
     pub rw_sequencer_nr: u32,
+    /// For sequential modes, bytes skipped after each I/O, making sequential I/O with holes
+    /// (`rw=write:4k`, fio's `ddir_seq_add`). Always 0 for random modes. Default 0.
+    pub rw_skip_bytes: u64,
     /// Percentage of mixed I/O that reads (`rwmixread`; `rwmixwrite` sets 100 minus it).
     pub rwmixread: u32,
     /// Block size choice for read, write and trim (`bs`, `bsrange`, `bssplit`).
@@ -321,7 +324,14 @@ pub struct JobSpec {
     /// Averaging window for bandwidth/IOPS logs in ms (`log_avg_msec`); 0 logs every I/O.
     pub log_avg_msec: u32,
 
-    /// Every option as written after `[global]` inheritance, for fio's "job options" output.
+    /// The elevator fio would select on the job's device (`ioscheduler`), if set. The policy
+    /// the run uses is the runner's choice; it should honour this or say that it does not.
+    pub ioscheduler: Option<String>,
+
+    /// The options set in the job's own section (and files it includes), in the order fio
+    /// applies them, under fio's canonical names, with `${VAR}` expanded; a bare option has an
+    /// empty value. This is fio's "job options" JSON section: options inherited from `[global]`
+    /// are in [`JobFile::global_options`] instead, as fio lists them.
     pub options: Vec<(String, String)>,
 }
 
@@ -338,6 +348,9 @@ pub struct JobFile {
     pub jobs: Vec<JobSpec>,
     /// Options accepted without effect, with their reason.
     pub notes: Vec<Note>,
+    /// The options of every `[global]` section, as for [`JobSpec::options`]: fio's
+    /// "global options" JSON section.
+    pub global_options: Vec<(String, String)>,
 }
 
 impl JobSpec {
@@ -358,6 +371,7 @@ impl JobSpec {
             description: None,
             rw: RwMode::Read,
             rw_sequencer_nr: 1,
+            rw_skip_bytes: 0,
             rwmixread: 50,
             bs: [
                 BlockSize::Fixed(4096),
@@ -401,6 +415,7 @@ impl JobSpec {
             write_bw_log: None,
             write_iops_log: None,
             log_avg_msec: 0,
+            ioscheduler: None,
             options: Vec::new(),
         }
     }

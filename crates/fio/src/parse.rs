@@ -1,1 +1,0 @@
-//! fio job file parser (in progress).

@@ -1,0 +1,695 @@
+//! Turning a job section's settings into [`JobSpec`]s: one per clone (`numjobs`), with what
+//! fio decides from several options at once (init.c's `fixup_options` and `add_job`):
+//!
+//! - block sizes: `bssplit` over `bsrange` over `bs`, per direction; `blockalign` applies to
+//!   random I/O only and, when it differs from the minimum block size, turns the random map off;
+//! - a non-uniform `random_distribution` also turns the random map off, and `randseed` turns
+//!   `randrepeat` off;
+//! - `thinktime_spin` is capped at `thinktime`, `loops=0` means 1, `rate` and `rate_iops`
+//!   exclude each other, `size` may not be below the smallest block size;
+//! - `time_based` without `runtime` does nothing (fio warns; we note it);
+//! - `prio`/`prioclass`: either one set gives the job a priority, class 0 meaning best effort;
+//! - default file names follow `filename_format` (`$jobname.$jobnum.$filenum`), one set per
+//!   clone, spread over the `directory` list by clone number; an explicit `filename` list is
+//!   shared by every clone.
+//!
+//! It also refuses and notes what depends on the job as a whole: the engine, engine options
+//! used with another engine, `verify` on a job that writes, buffered I/O.
+
+use super::disposition::{ASYNC_ENGINES, SYNC_ENGINES};
+use super::settings::{split_colon_list, Setting, Settings, Size, Value};
+use super::table::Scope;
+use super::ParseError;
+use crate::job::{RandomDistribution, DEFAULT_PERCENTILES};
+use crate::{Amount, BlockSize, Engine, JobSpec, Location, Note, RwMode};
+use iosched_core::{IoPrio, IoPrioClass, Nanos};
+
+/// fio's limit on jobs in one run (`REAL_MAX_JOBS`), counting clones.
+pub(super) const JOBS_MAX: usize = 4096;
+/// Bound on the file names of one job, over all its clones.
+pub(super) const FILES_MAX: usize = 1 << 16;
+
+/// A job section, ready to resolve.
+pub(super) struct Job<'a> {
+    /// The section's name (the `[name]`), which file names use.
+    pub section_name: &'a str,
+    /// Where the header is.
+    pub location: &'a Location,
+    /// Defaults, globals and the section's own lines, applied.
+    pub settings: &'a Settings,
+    /// The section's own options, for fio's "job options".
+    pub own_options: &'a [(String, String)],
+    /// The job's `name=` in its own section, if any (fio ignores a global `name`).
+    pub own_name: Option<&'a str>,
+}
+
+/// The job's clones, and notes on options that did nothing.
+pub(super) fn resolve(
+    job: &Job<'_>,
+    jobs_so_far: usize,
+    notes: &mut Vec<Note>,
+) -> Result<Vec<JobSpec>, ParseError> {
+    let resolver = Resolver { job };
+    resolver.resolve(jobs_so_far, notes)
+}
+
+struct Resolver<'a> {
+    job: &'a Job<'a>,
+}
+
+fn micros_to_nanos(micros: u64) -> Nanos {
+    micros.saturating_mul(1_000)
+}
+
+fn to_u64(value: i128) -> u64 {
+    value.clamp(0, i128::from(u64::MAX)) as u64
+}
+
+fn to_u32(value: i128) -> u32 {
+    value.clamp(0, i128::from(u32::MAX)) as u32
+}
+
+fn writes(mode: RwMode) -> bool {
+    !matches!(
+        mode,
+        RwMode::Read | RwMode::RandRead | RwMode::Trim | RwMode::RandTrim
+    )
+}
+
+impl Resolver<'_> {
+    fn setting(&self, name: &str) -> Option<&Setting> {
+        self.job.settings.get(name)
+    }
+
+    fn location(&self, name: &str) -> &Location {
+        self.setting(name)
+            .map_or(self.job.location, |setting| &setting.location)
+    }
+
+    fn flag(&self, name: &str, default: bool) -> bool {
+        match self.job.settings.value(name) {
+            Some(Value::Flag(flag)) => *flag,
+            _ => default,
+        }
+    }
+
+    fn int(&self, name: &str) -> Option<i128> {
+        match self.job.settings.value(name) {
+            Some(Value::Int(value)) => Some(*value),
+            _ => None,
+        }
+    }
+
+    fn time(&self, name: &str) -> Option<u64> {
+        match self.job.settings.value(name) {
+            Some(Value::Time(value)) => Some(*value),
+            _ => None,
+        }
+    }
+
+    fn text(&self, name: &str) -> Option<&str> {
+        match self.job.settings.value(name) {
+            Some(Value::Text(text)) => Some(text),
+            _ => None,
+        }
+    }
+
+    fn size(&self, name: &str) -> Option<Size> {
+        match self.job.settings.value(name) {
+            Some(Value::Size(size)) => Some(*size),
+            _ => None,
+        }
+    }
+
+    fn directions(&self, name: &str) -> [Option<i128>; 3] {
+        match self.job.settings.value(name) {
+            Some(Value::Directions(values)) => *values,
+            _ => [None; 3],
+        }
+    }
+
+    fn error(&self, name: &str, message: impl Into<String>) -> ParseError {
+        ParseError::at(self.location(name), message)
+    }
+
+    fn note(&self, notes: &mut Vec<Note>, name: &str, message: impl Into<String>) {
+        notes.push(Note {
+            location: self.location(name).clone(),
+            option: name.to_string(),
+            message: message.into(),
+        });
+    }
+
+    fn resolve(
+        &self,
+        jobs_so_far: usize,
+        notes: &mut Vec<Note>,
+    ) -> Result<Vec<JobSpec>, ParseError> {
+        let display_name = self.job.own_name.unwrap_or(self.job.section_name);
+        let mut spec = JobSpec::new(display_name);
+        spec.location = self.job.location.clone();
+        spec.options = self.job.own_options.to_vec();
+
+        spec.engine = self.engine()?;
+        self.check_engine_options(&spec.engine)?;
+
+        self.access_pattern(&mut spec)?;
+        self.block_sizes(&mut spec)?;
+        self.region(&mut spec)?;
+        self.issue(&mut spec, notes)?;
+        self.timing(&mut spec, notes)?;
+        self.identity(&mut spec, display_name, notes);
+
+        let numjobs = self.int("numjobs").unwrap_or(1);
+        if numjobs < 1 {
+            return Err(self.error("numjobs", format!("numjobs={numjobs}: must be at least 1")));
+        }
+        if numjobs > (JOBS_MAX - jobs_so_far.min(JOBS_MAX)) as i128 {
+            return Err(self.error(
+                "numjobs",
+                format!("numjobs={numjobs}: more than {JOBS_MAX} jobs in all, fio's limit"),
+            ));
+        }
+        spec.numjobs = numjobs as u32;
+
+        let filesets = self.filenames(spec.numjobs)?;
+        self.file_size(&mut spec, filesets[0].len())?;
+        self.check_size(&spec)?;
+
+        let mut clones = Vec::with_capacity(filesets.len());
+        for (clone, files) in filesets.into_iter().enumerate() {
+            let mut clone_spec = spec.clone();
+            clone_spec.clone = clone as u32;
+            clone_spec.filenames = files;
+            // fio clears stonewall on clones: they start with the first one.
+            if clone > 0 {
+                clone_spec.stonewall = false;
+            }
+            clones.push(clone_spec);
+        }
+        Ok(clones)
+    }
+
+    fn engine(&self) -> Result<Engine, ParseError> {
+        let name = self.text("ioengine").unwrap_or("psync").to_string();
+        if SYNC_ENGINES.contains(&name.as_str()) {
+            return Ok(Engine::Sync { name });
+        }
+        if ASYNC_ENGINES.contains(&name.as_str()) {
+            return Ok(Engine::Async { name });
+        }
+        Err(self.error(
+            "ioengine",
+            format!(
+                "ioengine \"{name}\": refused: the simulator supports only the sync ({}) and \
+                 async ({}) engine families",
+                SYNC_ENGINES.join(", "),
+                ASYNC_ENGINES.join(", ")
+            ),
+        ))
+    }
+
+    /// fio knows an engine's options only once that engine is loaded ("Bad option" otherwise).
+    fn check_engine_options(&self, engine: &Engine) -> Result<(), ParseError> {
+        let mut settings: Vec<&Setting> = self.job.settings.iter().collect();
+        settings.sort_by(|a, b| a.location.cmp(&b.location));
+        for setting in settings {
+            if let Scope::Engines(engines) = setting.option.scope {
+                if !engines.contains(&engine.name()) {
+                    return Err(ParseError::at(
+                        &setting.location,
+                        format!(
+                            "{}: an option of the {} engine, not of ioengine={} (fio rejects it \
+                             as a bad option)",
+                            setting.option.name,
+                            engines.join("/"),
+                            engine.name()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn access_pattern(&self, spec: &mut JobSpec) -> Result<(), ParseError> {
+        if let Some(Value::Rw {
+            mode,
+            random_run,
+            skip_bytes,
+        }) = self.job.settings.value("rw")
+        {
+            spec.rw = *mode;
+            if mode.is_random() {
+                spec.rw_sequencer_nr = *random_run;
+            } else {
+                spec.rw_skip_bytes = *skip_bytes;
+            }
+        }
+        if self.text("rw_sequencer") == Some("identical") && spec.rw_sequencer_nr > 1 {
+            return Err(self.error(
+                "rw_sequencer",
+                "rw_sequencer=identical: refused: repeating one offset several times is not \
+                 modelled",
+            ));
+        }
+        if let Some(read) = self.int("rwmixread") {
+            spec.rwmixread = to_u32(read);
+        }
+
+        if let Some(Value::Distribution(distribution)) =
+            self.job.settings.value("random_distribution")
+        {
+            spec.random_distribution = distribution.clone();
+        }
+        spec.norandommap = self.flag("norandommap", false);
+        // fio: a non-uniform distribution excludes the random map.
+        if spec.random_distribution != RandomDistribution::Random {
+            spec.norandommap = true;
+        }
+        spec.randrepeat = self.flag("randrepeat", true);
+        if let Some(Size::Bytes(seed)) = self.size("randseed") {
+            spec.randseed = Some(seed);
+            // fio: an explicit seed overrides randrepeat.
+            spec.randrepeat = false;
+        }
+        Ok(())
+    }
+
+    fn block_sizes(&self, spec: &mut JobSpec) -> Result<(), ParseError> {
+        let bs = self.directions("bs");
+        let ranges = match self.job.settings.value("bsrange") {
+            Some(Value::DirectionRanges(ranges)) => *ranges,
+            _ => [None; 3],
+        };
+        let splits = match self.job.settings.value("bssplit") {
+            Some(Value::Split(splits)) => splits.clone(),
+            _ => [None, None, None],
+        };
+        for direction in 0..3 {
+            spec.bs[direction] = if let Some(split) = &splits[direction] {
+                match split.as_slice() {
+                    [(size, _)] => BlockSize::Fixed(*size),
+                    parts => BlockSize::Split(parts.to_vec()),
+                }
+            } else if let Some((min, max)) = ranges[direction] {
+                if min == max {
+                    BlockSize::Fixed(min)
+                } else {
+                    BlockSize::Range { min, max }
+                }
+            } else {
+                BlockSize::Fixed(bs[direction].map_or(4096, to_u64))
+            };
+        }
+        let align = self.directions("ba");
+        for direction in 0..3 {
+            let min = spec.bs[direction].min();
+            spec.blockalign[direction] = match align[direction] {
+                Some(align) if spec.rw.is_random() => to_u64(align),
+                _ => min,
+            };
+            // fio: any blockalign other than the minimum block size turns the random map off.
+            if spec.blockalign[direction] != min {
+                spec.norandommap = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn region(&self, spec: &mut JobSpec) -> Result<(), ParseError> {
+        spec.size = match self.size("size") {
+            None | Some(Size::Bytes(0)) | Some(Size::Percent(0)) => None,
+            Some(Size::Bytes(bytes)) => Some(Amount::Bytes(bytes)),
+            Some(Size::Percent(percent)) => Some(Amount::Percent(f64::from(percent))),
+        };
+        if self.flag("fill_device", false) && spec.size.is_some() {
+            return Err(self.error(
+                "fill_device",
+                "fill_device=1 with size: refused: writing on past size until the device is \
+                 full is not modelled (leave size out to cover the whole device)",
+            ));
+        }
+        spec.io_size = match self.size("io_size") {
+            None | Some(Size::Bytes(0)) => None,
+            Some(Size::Bytes(bytes)) => Some(bytes),
+            Some(Size::Percent(_)) => {
+                return Err(self.error(
+                    "io_size",
+                    "io_size as a percentage: refused: not modelled; give it in bytes",
+                ))
+            }
+        };
+        spec.offset = match self.size("offset") {
+            None | Some(Size::Percent(0)) => Amount::Bytes(0),
+            Some(Size::Bytes(bytes)) => Amount::Bytes(bytes),
+            Some(Size::Percent(percent)) => Amount::Percent(f64::from(percent)),
+        };
+        spec.offset_increment = match self.size("offset_increment") {
+            None => 0,
+            Some(Size::Bytes(bytes)) => bytes,
+            Some(Size::Percent(_)) => {
+                return Err(self.error(
+                    "offset_increment",
+                    "offset_increment as a percentage: refused: not modelled; give it in bytes",
+                ))
+            }
+        };
+        if let Some(loops) = self.int("loops") {
+            if loops < 0 {
+                return Err(self.error("loops", format!("loops={loops}: must not be negative")));
+            }
+            // fio runs a job with loops=0 once.
+            spec.loops = to_u32(loops).max(1);
+        }
+        Ok(())
+    }
+
+    fn issue(&self, spec: &mut JobSpec, notes: &mut Vec<Note>) -> Result<(), ParseError> {
+        if let Some(depth) = self.int("iodepth") {
+            spec.iodepth = to_u32(depth);
+        }
+        if !spec.engine.is_async() && spec.iodepth > 1 {
+            self.note(
+                notes,
+                "iodepth",
+                format!(
+                    "no effect with ioengine={}: a sync engine has one I/O in flight (fio caps \
+                     the depth at 1 too)",
+                    spec.engine.name()
+                ),
+            );
+        }
+        if spec.engine.is_async() {
+            if let Some(low) = self.int("iodepth_low") {
+                if low > 0 && low < i128::from(spec.iodepth) {
+                    return Err(self.error(
+                        "iodepth_low",
+                        format!(
+                            "iodepth_low={low}: refused: refilling the queue only once it drains \
+                             to iodepth_low is not modelled"
+                        ),
+                    ));
+                }
+            }
+            if let Some(batch) = self.int("iodepth_batch_complete_min") {
+                if batch > 1 {
+                    return Err(self.error(
+                        "iodepth_batch_complete_min",
+                        format!(
+                            "iodepth_batch_complete_min={batch}: refused: waiting for several \
+                             completions before refilling the queue is not modelled"
+                        ),
+                    ));
+                }
+            }
+        }
+
+        spec.direct = self.flag("direct", false);
+        if self.flag("atomic", false) {
+            spec.direct = true;
+            self.note(
+                notes,
+                "atomic",
+                "atomicity has no meaning in simulation; the I/O is issued as direct I/O, which \
+                 atomic implies",
+            );
+        }
+        if !spec.direct {
+            let message = if self.setting("direct").is_some() {
+                "buffered I/O (direct=0): the simulator has no page cache and issues this job's \
+                 I/O as direct I/O"
+            } else {
+                "buffered I/O (fio's default, direct=0): the simulator has no page cache and \
+                 issues this job's I/O as direct I/O"
+            };
+            self.note(notes, "direct", message);
+        }
+        spec.sync_writes = matches!(self.text("sync"), Some("sync" | "1" | "dsync"));
+        let fsync = self.int("fsync").unwrap_or(0);
+        let fdatasync = self.int("fdatasync").unwrap_or(0);
+        spec.fsync_every = to_u32(if fsync > 0 { fsync } else { fdatasync });
+        spec.end_fsync = self.flag("end_fsync", false) || self.flag("end_syncfs", false);
+        if self.flag("fsync_on_close", false) {
+            if spec.loops > 1 {
+                return Err(self.error(
+                    "fsync_on_close",
+                    "fsync_on_close=1 with loops > 1: refused: a flush after every loop is not \
+                     modelled",
+                ));
+            }
+            spec.end_fsync = true;
+        }
+
+        if let Some(verify) = self.text("verify") {
+            if verify != "0" {
+                if writes(spec.rw) && self.flag("do_verify", true) {
+                    return Err(self.error(
+                        "verify",
+                        format!(
+                            "verify={verify}: refused: fio reads back and checks what the job \
+                             wrote, a read phase the simulator does not model (do_verify=0 \
+                             keeps the option without the phase)"
+                        ),
+                    ));
+                }
+                self.note(
+                    notes,
+                    "verify",
+                    "no meaning in simulation: there is no data to verify",
+                );
+            }
+        }
+
+        let rate = self.directions("rate");
+        let rate_iops = self.directions("rate_iops");
+        for direction in 0..3 {
+            spec.rate[direction] = rate[direction].map_or(0, to_u64);
+            spec.rate_iops[direction] = rate_iops[direction].map_or(0, to_u64);
+        }
+        if spec.rate.iter().any(|r| *r > 0) && spec.rate_iops.iter().any(|r| *r > 0) {
+            return Err(self.error(
+                "rate_iops",
+                "rate and rate_iops are mutually exclusive (fio refuses both)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn timing(&self, spec: &mut JobSpec, notes: &mut Vec<Note>) -> Result<(), ParseError> {
+        spec.runtime = self.time("runtime").filter(|t| *t > 0).map(micros_to_nanos);
+        spec.time_based = self.flag("time_based", false);
+        if spec.time_based && spec.runtime.is_none() {
+            spec.time_based = false;
+            self.note(
+                notes,
+                "time_based",
+                "no effect without runtime (fio ignores it too)",
+            );
+        }
+        spec.ramp_time = micros_to_nanos(self.time("ramp_time").unwrap_or(0));
+        if let Some(Value::TimeRange(low, high)) = self.job.settings.value("startdelay") {
+            spec.startdelay = (micros_to_nanos(*low), micros_to_nanos(*high));
+        }
+        spec.thinktime = micros_to_nanos(self.time("thinktime").unwrap_or(0));
+        // fio caps the spinning part of thinktime at thinktime.
+        spec.thinktime_spin =
+            micros_to_nanos(self.time("thinktime_spin").unwrap_or(0)).min(spec.thinktime);
+        if let Some(blocks) = self.int("thinktime_blocks") {
+            spec.thinktime_blocks = to_u32(blocks);
+        }
+
+        let class = self.int("prioclass");
+        let level = self.int("prio");
+        if class.is_some() || level.is_some() {
+            // fio: with no class set, a priority is best effort.
+            let class = match class.unwrap_or(0) {
+                0 => IoPrioClass::Be,
+                number => IoPrioClass::from_number(number as u8).unwrap_or(IoPrioClass::Be),
+            };
+            let name = if level.is_some() { "prio" } else { "prioclass" };
+            spec.prio = IoPrio::new(class, level.unwrap_or(0) as u8)
+                .map_err(|error| self.error(name, error.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn identity(&self, spec: &mut JobSpec, display_name: &str, notes: &mut Vec<Note>) {
+        spec.stonewall = self.flag("stonewall", false);
+        spec.group_reporting = self.flag("group_reporting", false);
+        spec.description = self.text("description").map(str::to_string);
+        if let Some(cgroup) = self.text("cgroup") {
+            spec.cgroup = if cgroup.starts_with('/') {
+                cgroup.to_string()
+            } else {
+                format!("/{cgroup}")
+            };
+        }
+        spec.cgroup_weight = self.int("cgroup_weight").map(to_u32);
+        spec.ioscheduler = self.text("ioscheduler").map(str::to_string);
+
+        if let Some(Value::Floats(percentiles)) = self.job.settings.value("percentile_list") {
+            spec.percentile_list = percentiles.clone();
+        } else {
+            spec.percentile_list = DEFAULT_PERCENTILES.to_vec();
+        }
+        spec.clat_percentiles = self.flag("clat_percentiles", true);
+        if self.flag("lat_percentiles", false) {
+            spec.clat_percentiles = true;
+            self.note(
+                notes,
+                "lat_percentiles",
+                "reported as completion-latency percentiles: the simulator has no submission \
+                 latency, so total and completion latency are the same",
+            );
+        }
+        let log = |name: &str| -> Option<String> {
+            match self.job.settings.value(name) {
+                Some(Value::Text(prefix)) if prefix.is_empty() => Some(display_name.to_string()),
+                Some(Value::Text(prefix)) => Some(prefix.clone()),
+                _ => None,
+            }
+        };
+        spec.write_lat_log = log("write_lat_log");
+        spec.write_bw_log = log("write_bw_log");
+        spec.write_iops_log = log("write_iops_log");
+        if let Some(msec) = self.int("log_avg_msec") {
+            spec.log_avg_msec = to_u32(msec);
+        }
+    }
+
+    fn filenames(&self, numjobs: u32) -> Result<Vec<Vec<String>>, ParseError> {
+        let too_many = |name: &str| {
+            self.error(
+                name,
+                format!("more than {FILES_MAX} file names in all for this job's clones"),
+            )
+        };
+        if let Some(Value::Files(files)) = self.job.settings.value("filename") {
+            if files.len().saturating_mul(numjobs as usize) > FILES_MAX {
+                return Err(too_many("filename"));
+            }
+            return Ok(vec![files.clone(); numjobs as usize]);
+        }
+        let nrfiles = self.int("nrfiles").unwrap_or(1);
+        if nrfiles < 1 {
+            return Err(self.error("nrfiles", format!("nrfiles={nrfiles}: must be at least 1")));
+        }
+        if nrfiles.saturating_mul(i128::from(numjobs)) > FILES_MAX as i128 {
+            return Err(too_many("nrfiles"));
+        }
+        let nrfiles = to_u32(nrfiles);
+        let directories = self
+            .text("directory")
+            .map(split_colon_list)
+            .unwrap_or_default();
+        let format = self.text("filename_format");
+        let mut sets = Vec::with_capacity(numjobs as usize);
+        for clone in 0..numjobs {
+            let directory =
+                (!directories.is_empty()).then(|| &directories[clone as usize % directories.len()]);
+            let in_directory = |name: String| match directory {
+                Some(directory) => format!("{directory}/{name}"),
+                None => name,
+            };
+            // fio uses a section named after a device as that device (exists_and_not_regfile).
+            let names: Vec<String> = if nrfiles == 1 && self.job.section_name.starts_with("/dev/") {
+                vec![in_directory(self.job.section_name.to_string())]
+            } else {
+                (0..nrfiles)
+                    .map(|file| {
+                        in_directory(make_filename(format, self.job.section_name, clone, file))
+                    })
+                    .collect()
+            };
+            sets.push(names);
+        }
+        Ok(sets)
+    }
+
+    fn file_size(&self, spec: &mut JobSpec, files: usize) -> Result<(), ParseError> {
+        let Some(Value::SizeRange(low, high)) = self.job.settings.value("filesize") else {
+            return Ok(());
+        };
+        if low != high {
+            return Err(self.error(
+                "filesize",
+                "filesize as a range: refused: files of random sizes are not modelled",
+            ));
+        }
+        if spec.size.is_some() {
+            return Err(self.error(
+                "filesize",
+                "filesize together with size: refused: a per-file size different from the job's \
+                 share is not modelled",
+            ));
+        }
+        spec.size = Some(Amount::Bytes(low.saturating_mul(files as u64)));
+        Ok(())
+    }
+
+    fn check_size(&self, spec: &JobSpec) -> Result<(), ParseError> {
+        if let Some(Amount::Bytes(size)) = spec.size {
+            let min_block = spec.bs.iter().map(BlockSize::min).min().unwrap_or(0);
+            if size < min_block {
+                let name = if self.setting("size").is_some() {
+                    "size"
+                } else {
+                    "filesize"
+                };
+                return Err(self.error(
+                    name,
+                    format!("size {size} is smaller than the minimum block size {min_block}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// fio's `make_filename`: `filename_format` with `$jobname`, `$jobnum`, `$filenum` (and
+/// `$clientuid`, empty here) replaced, case-insensitively; `jobname.jobnum.filenum` by default.
+pub(super) fn make_filename(format: Option<&str>, jobname: &str, clone: u32, file: u32) -> String {
+    let Some(format) = format.filter(|f| !f.is_empty()) else {
+        return format!("{jobname}.{clone}.{file}");
+    };
+    let mut name = format.to_string();
+    for (keyword, value) in [
+        ("$jobname", jobname.to_string()),
+        ("$jobnum", clone.to_string()),
+        ("$filenum", file.to_string()),
+        ("$clientuid", String::new()),
+    ] {
+        name = replace_ignoring_case(&name, keyword, &value);
+    }
+    name
+}
+
+fn replace_ignoring_case(text: &str, keyword: &str, value: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut start = 0;
+    while let Some(found) = lower[start..].find(keyword) {
+        out.push_str(&text[start..start + found]);
+        out.push_str(value);
+        start += found + keyword.len();
+    }
+    out.push_str(&text[start..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filename_formats() {
+        assert_eq!(make_filename(None, "job", 2, 0), "job.2.0");
+        assert_eq!(
+            make_filename(Some("$jobname-$jobnum-$filenum"), "a", 1, 3),
+            "a-1-3"
+        );
+        assert_eq!(make_filename(Some("data.$JobNum"), "a", 4, 0), "data.4");
+        assert_eq!(make_filename(Some("fixed"), "a", 4, 0), "fixed");
+    }
+}

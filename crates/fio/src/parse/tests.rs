@@ -1,0 +1,666 @@
+//! Whole-parser tests on text, with a fixed machine and in-memory includes.
+
+use super::*;
+use crate::job::RandomDistribution;
+use crate::{Amount, BlockSize, Engine, JobSpec, RwMode};
+use iosched_core::{IoPrio, IoPrioClass};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+const MACHINE: Machine = Machine::Fixed {
+    ncpus: 8,
+    pagesize: 4096,
+    mb_memory: 16000,
+};
+
+fn env(name: &str) -> Option<String> {
+    match name {
+        "SIZE" => Some("64m".into()),
+        "JOBS" => Some("3".into()),
+        _ => None,
+    }
+}
+
+fn parse_files(text: &str, files: &[(&str, &str)]) -> Result<JobFile, ParseError> {
+    let files: HashMap<PathBuf, String> = files
+        .iter()
+        .map(|(name, text)| (Path::new("/jobs").join(name), text.to_string()))
+        .collect();
+    let loader = move |path: &Path| {
+        files
+            .get(path)
+            .cloned()
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+    };
+    parse_with(text, "t.fio", Path::new("/jobs"), &env, &MACHINE, &loader)
+}
+
+fn parse(text: &str) -> Result<JobFile, ParseError> {
+    parse_files(text, &[])
+}
+
+fn job(text: &str) -> JobSpec {
+    let file = parse(text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.jobs.len(), 1, "one job expected");
+    file.jobs.into_iter().next().unwrap()
+}
+
+fn error(text: &str) -> String {
+    parse(text).expect_err("an error").to_string()
+}
+
+const MIB: u64 = 1 << 20;
+const SECOND: u64 = 1_000_000_000;
+
+// A job with no options is fio's defaults, as JobSpec::new documents them.
+#[test]
+fn empty_job_has_fio_defaults() {
+    let spec = job("[job]\n");
+    let mut expected = JobSpec::new("job");
+    expected.location = Location {
+        file: "t.fio".into(),
+        line: 1,
+    };
+    assert_eq!(spec, expected);
+    assert_eq!(spec.rw, RwMode::Read);
+    assert_eq!(
+        spec.bs,
+        [
+            BlockSize::Fixed(4096),
+            BlockSize::Fixed(4096),
+            BlockSize::Fixed(4096)
+        ]
+    );
+    assert_eq!(
+        spec.engine,
+        Engine::Sync {
+            name: "psync".into()
+        }
+    );
+    assert_eq!((spec.iodepth, spec.rwmixread, spec.numjobs), (1, 50, 1));
+    assert!(!spec.direct);
+    assert_eq!(spec.filenames, vec!["job.0.0".to_string()]);
+    assert_eq!(spec.size, None, "no size is not an error at parse time");
+}
+
+// Several [global] sections: each job takes the defaults as they stand at its header.
+#[test]
+fn globals_apply_to_the_jobs_below_them_only() {
+    let text = "\
+[global]
+bs=8k
+rw=randread
+[a]
+[global]
+bs=16k
+[b]
+rw=write
+";
+    let file = parse(text).unwrap();
+    let (a, b) = (&file.jobs[0], &file.jobs[1]);
+    assert_eq!(a.bs[0], BlockSize::Fixed(8192));
+    assert_eq!(a.rw, RwMode::RandRead);
+    assert_eq!(b.bs[0], BlockSize::Fixed(16384));
+    assert_eq!(b.rw, RwMode::Write);
+    // fio's "job options" are the section's own; globals are listed once, apart.
+    assert!(a.options.is_empty());
+    assert_eq!(b.options, vec![("rw".to_string(), "write".to_string())]);
+    assert_eq!(
+        file.global_options,
+        vec![
+            ("bs".to_string(), "8k".to_string()),
+            ("rw".to_string(), "randread".to_string()),
+            ("bs".to_string(), "16k".to_string()),
+        ]
+    );
+}
+
+// "job options" list names as fio does (aliases resolved), kb_base first as fio applies it.
+#[test]
+fn job_options_use_canonical_names_in_fio_order() {
+    let spec = job("[j]\nreadwrite=randrw\nblocksize=8k\nkb_base=1000\ntime_based\n");
+    assert_eq!(
+        spec.options,
+        vec![
+            ("kb_base".to_string(), "1000".to_string()),
+            ("rw".to_string(), "randrw".to_string()),
+            ("bs".to_string(), "8k".to_string()),
+            ("time_based".to_string(), String::new()),
+        ]
+    );
+    assert_eq!(
+        spec.bs[0],
+        BlockSize::Fixed(8000),
+        "kb_base applies to the whole section"
+    );
+}
+
+// A global size is read with the global kb_base, not the job's, as in fio.
+#[test]
+fn kb_base_is_read_where_each_value_is_written() {
+    let file = parse("[global]\nsize=1m\n[a]\nkb_base=1000\n[b]\nkb_base=1000\nsize=1m\n").unwrap();
+    assert_eq!(file.jobs[0].size, Some(Amount::Bytes(MIB)));
+    assert_eq!(file.jobs[1].size, Some(Amount::Bytes(1_000_000)));
+}
+
+// Trailing comments are cut and blanks around '=' ignored.
+#[test]
+fn comments_and_blanks_around_equals() {
+    let spec = job("[j]\n  bs = 64k   ; the block size\nrw= randwrite # random\n# iodepth=4\n");
+    assert_eq!(spec.bs[1], BlockSize::Fixed(65536));
+    assert_eq!(spec.rw, RwMode::RandWrite);
+    assert_eq!(spec.iodepth, 1);
+}
+
+// ${VAR} and fio's $ncpus/$pagesize keywords, with bc-style arithmetic on keywords.
+#[test]
+fn environment_and_keywords() {
+    let spec = job("[j]\nsize=${SIZE}\nnumjobs=1\niodepth=$ncpus\nbs=$pagesize\n");
+    assert_eq!(spec.size, Some(Amount::Bytes(64 * MIB)));
+    assert_eq!(spec.iodepth, 8);
+    assert_eq!(spec.bs[0], BlockSize::Fixed(4096));
+    let file = parse("[j]\nnumjobs=${JOBS}\n").unwrap();
+    assert_eq!(file.jobs.len(), 3);
+    let file = parse("[j]\nnumjobs=$ncpus/4\n").unwrap();
+    assert_eq!(file.jobs.len(), 2);
+}
+
+// fio substitutes nothing for an unset variable; the error says which variable it was.
+#[test]
+fn unset_variable_is_named_in_the_error() {
+    assert_eq!(
+        error("[j]\nsize=${NOPE}\n"),
+        "t.fio:2: size: bad size \"\": empty value (${NOPE} not set; fio substitutes an empty string)"
+    );
+    // Where empty is fine, an unset variable is fine.
+    assert_eq!(
+        job("[j]\ndescription=run ${NOPE}x\n")
+            .description
+            .as_deref(),
+        Some("run x")
+    );
+}
+
+// Clones are adjacent and numbered; stonewall, wait_for_previous and new_group open groups.
+#[test]
+fn numjobs_clones_and_group_ids() {
+    let text = "\
+[a]
+numjobs=3
+[b]
+stonewall
+[c]
+new_group
+numjobs=2
+[d]
+[e]
+wait_for_previous
+";
+    let file = parse(text).unwrap();
+    let summary: Vec<(&str, u32, u32, u32, bool)> = file
+        .jobs
+        .iter()
+        .map(|j| (j.name.as_str(), j.clone, j.numjobs, j.group_id, j.stonewall))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("a", 0, 3, 0, false),
+            ("a", 1, 3, 0, false),
+            ("a", 2, 3, 0, false),
+            ("b", 0, 1, 1, true),
+            ("c", 0, 2, 2, false),
+            ("c", 1, 2, 2, false),
+            ("d", 0, 1, 2, false),
+            ("e", 0, 1, 3, true),
+        ]
+    );
+    let names: Vec<&str> = file.jobs[..3]
+        .iter()
+        .map(|j| j.filenames[0].as_str())
+        .collect();
+    assert_eq!(names, vec!["a.0.0", "a.1.0", "a.2.0"]);
+}
+
+// A stonewall on the first job does not start a new group; clones never do.
+#[test]
+fn first_job_stonewall_stays_in_group_zero() {
+    let file = parse("[a]\nstonewall\nnumjobs=2\n[b]\n").unwrap();
+    let groups: Vec<u32> = file.jobs.iter().map(|j| j.group_id).collect();
+    assert_eq!(groups, vec![0, 0, 0]);
+    assert!(file.jobs[0].stonewall);
+    assert!(!file.jobs[1].stonewall);
+    // A global stonewall applies to every job: each after the first opens a group.
+    let file = parse("[global]\nstonewall\n[a]\n[b]\n[c]\n").unwrap();
+    let groups: Vec<u32> = file.jobs.iter().map(|j| j.group_id).collect();
+    assert_eq!(groups, vec![0, 1, 2]);
+}
+
+// Explicit, split, escaped, formatted, per-directory and per-clone file names.
+#[test]
+fn file_names() {
+    let spec = job("[j]\nfilename=/dev/sdb:/dev/sdc\n");
+    assert_eq!(spec.filenames, vec!["/dev/sdb", "/dev/sdc"]);
+    let spec = job("[j]\nfilename=a\\:b\n");
+    assert_eq!(spec.filenames, vec!["a:b"]);
+    let file = parse("[j]\ndirectory=/x:/y\nnumjobs=3\nnrfiles=2\n").unwrap();
+    let names: Vec<Vec<String>> = file.jobs.iter().map(|j| j.filenames.clone()).collect();
+    assert_eq!(
+        names,
+        vec![
+            vec!["/x/j.0.0".to_string(), "/x/j.0.1".to_string()],
+            vec!["/y/j.1.0".to_string(), "/y/j.1.1".to_string()],
+            vec!["/x/j.2.0".to_string(), "/x/j.2.1".to_string()],
+        ]
+    );
+    let file = parse("[j]\nfilename_format=data.$jobnum\nnumjobs=2\n").unwrap();
+    assert_eq!(file.jobs[1].filenames, vec!["data.1"]);
+    // Clones share explicit files.
+    let file = parse("[j]\nfilename=/dev/sdb\nnumjobs=2\n").unwrap();
+    assert_eq!(file.jobs[1].filenames, vec!["/dev/sdb"]);
+    // A section named after a device is that device.
+    assert_eq!(job("[/dev/sdd]\n").filenames, vec!["/dev/sdd"]);
+    // fio adds a job's filename to a global one rather than replacing it.
+    let spec = job("[global]\nfilename=/dev/sda\n[j]\nfilename=/dev/sdb\n");
+    assert_eq!(spec.filenames, vec!["/dev/sda", "/dev/sdb"]);
+}
+
+// name= changes the reported name; default file and log names follow fio's rules.
+#[test]
+fn name_option_renames_the_job_but_not_its_files() {
+    let spec = job("[section]\nname=shown\nwrite_lat_log\n");
+    assert_eq!(spec.name, "shown");
+    assert_eq!(spec.filenames, vec!["section.0.0"]);
+    assert_eq!(spec.write_lat_log.as_deref(), Some("shown"));
+    // fio ignores a global name.
+    assert_eq!(job("[global]\nname=x\n[j]\n").name, "j");
+}
+
+// Per-direction bs, bsrange and bssplit precedence, and blockalign's effect.
+#[test]
+fn block_sizes() {
+    let spec = job("[j]\nbs=4k,64k\n");
+    assert_eq!(
+        spec.bs,
+        [
+            BlockSize::Fixed(4096),
+            BlockSize::Fixed(65536),
+            BlockSize::Fixed(65536)
+        ]
+    );
+    let spec = job("[j]\nbs=,8k\n");
+    assert_eq!(spec.bs[0], BlockSize::Fixed(4096));
+    assert_eq!(spec.bs[1], BlockSize::Fixed(8192));
+    let spec = job("[j]\nbsrange=1k-4k,2k-8k\nbs=16k\n");
+    assert_eq!(
+        spec.bs[0],
+        BlockSize::Range {
+            min: 1024,
+            max: 4096
+        }
+    );
+    assert_eq!(
+        spec.bs[1],
+        BlockSize::Range {
+            min: 2048,
+            max: 8192
+        }
+    );
+    assert_eq!(
+        spec.bs[2],
+        BlockSize::Range {
+            min: 2048,
+            max: 8192
+        }
+    );
+    let spec = job("[j]\nbssplit=4k/10:64k/50:32k/40\nbsrange=1k-2k\n");
+    assert_eq!(
+        spec.bs[0],
+        BlockSize::Split(vec![(4096, 10), (65536, 50), (32768, 40)])
+    );
+    assert_eq!(spec.blockalign, [4096; 3]);
+    let spec = job("[j]\nrw=randread\nbs=8k\nblockalign=4k\n");
+    assert_eq!(spec.blockalign, [4096; 3]);
+    assert!(
+        spec.norandommap,
+        "fio turns the random map off for blockalign"
+    );
+    // blockalign applies to random I/O only.
+    let spec = job("[j]\nrw=read\nbs=8k\nba=4k\n");
+    assert_eq!(spec.blockalign, [8192; 3]);
+    assert!(!spec.norandommap);
+}
+
+// rw postfixes, rwmixwrite, distributions and seeds.
+#[test]
+fn access_patterns() {
+    let spec = job("[j]\nrw=randread:8\n");
+    assert_eq!(
+        (spec.rw, spec.rw_sequencer_nr, spec.rw_skip_bytes),
+        (RwMode::RandRead, 8, 0)
+    );
+    let spec = job("[j]\nrw=write:4k\n");
+    assert_eq!(
+        (spec.rw, spec.rw_sequencer_nr, spec.rw_skip_bytes),
+        (RwMode::Write, 1, 4096)
+    );
+    assert_eq!(job("[j]\nrw=randrw\nrwmixwrite=30\n").rwmixread, 70);
+    let spec = job("[j]\nrw=randread\nrandom_distribution=zipf:1.2\n");
+    assert_eq!(spec.random_distribution, RandomDistribution::Zipf(1.2));
+    assert!(spec.norandommap);
+    let spec = job("[j]\nrandseed=42\n");
+    assert_eq!(spec.randseed, Some(42));
+    assert!(!spec.randrepeat);
+    assert!(error("[j]\nrw=randread:8\nrw_sequencer=identical\n").contains("identical"));
+}
+
+// Each time option with its default unit, thinktime_spin capped, startdelay ranges.
+#[test]
+fn times() {
+    let spec = job(
+        "[j]\nruntime=1m\ntime_based\nramp_time=500ms\nstartdelay=1-5\nthinktime=100\n\
+         thinktime_spin=1s\nthinktime_blocks=4\n",
+    );
+    assert_eq!(spec.runtime, Some(60 * SECOND));
+    assert!(spec.time_based);
+    assert_eq!(spec.ramp_time, SECOND / 2);
+    assert_eq!(spec.startdelay, (SECOND, 5 * SECOND));
+    assert_eq!(spec.thinktime, 100_000);
+    assert_eq!(spec.thinktime_spin, 100_000, "capped at thinktime");
+    assert_eq!(spec.thinktime_blocks, 4);
+    assert_eq!(job("[j]\ntimeout=10\n").runtime, Some(10 * SECOND));
+    assert_eq!(
+        job("[j]\nstartdelay=3\n").startdelay,
+        (3 * SECOND, 3 * SECOND)
+    );
+}
+
+// rate and rate_iops per direction, and their exclusion.
+#[test]
+fn rates_per_direction() {
+    let spec = job("[j]\nrate=1m,500k\n");
+    assert_eq!(spec.rate, [MIB, 500 * 1024, 500 * 1024]);
+    let spec = job("[j]\nrate=500k,\n");
+    assert_eq!(spec.rate, [500 * 1024, 0, 0]);
+    let spec = job("[j]\nrate_iops=,200\n");
+    assert_eq!(spec.rate_iops, [0, 200, 200]);
+    assert!(error("[j]\nrate=1m\nrate_iops=100\n").contains("mutually exclusive"));
+}
+
+// prioclass/prio combine as fio's ioprio_value: no class means best effort.
+#[test]
+fn priorities() {
+    let rt = |level| IoPrio::new(IoPrioClass::Rt, level).unwrap();
+    assert_eq!(job("[j]\nprioclass=1\nprio=2\n").prio, rt(2));
+    assert_eq!(
+        job("[j]\nprio=3\n").prio,
+        IoPrio::new(IoPrioClass::Be, 3).unwrap()
+    );
+    assert_eq!(
+        job("[j]\nprioclass=3\n").prio,
+        IoPrio::new(IoPrioClass::Idle, 0).unwrap()
+    );
+    assert_eq!(
+        job("[j]\nprioclass=0\nprio=1\n").prio,
+        IoPrio::new(IoPrioClass::Be, 1).unwrap()
+    );
+    assert_eq!(job("[j]\n").prio, IoPrio::NONE);
+}
+
+// Engine families, issue options, and engine options tied to their engine.
+#[test]
+fn engines_and_issue_options() {
+    let spec = job("[j]\nioengine=libaio\niodepth=32\ndirect=1\nfsync=8\nend_fsync=1\nsync=1\n");
+    assert_eq!(
+        spec.engine,
+        Engine::Async {
+            name: "libaio".into()
+        }
+    );
+    assert_eq!(spec.iodepth, 32);
+    assert!(spec.direct && spec.end_fsync && spec.sync_writes);
+    assert_eq!(spec.fsync_every, 8);
+    assert!(job("[j]\nbuffered=0\n").direct);
+    assert_eq!(
+        job("[j]\nioengine=pvsync2\n").engine,
+        Engine::Sync {
+            name: "pvsync2".into()
+        }
+    );
+    let message = error("[j]\nioengine=mmap\n");
+    assert_eq!(
+        message,
+        "t.fio:2: ioengine \"mmap\": refused: the simulator supports only the sync (sync, psync, \
+         vsync, pvsync, pvsync2) and async (libaio, io_uring, posixaio) engine families"
+    );
+    // An engine's options belong to that engine.
+    assert!(parse("[j]\nioengine=io_uring\nhipri\nfixedbufs\n").is_ok());
+    assert!(error("[j]\nhipri\n").starts_with("t.fio:2: hipri: an option of the"));
+}
+
+// The remaining honoured fields, each from its option.
+#[test]
+fn other_fields() {
+    let spec = job(
+        "[j]\ncgroup=fast\ncgroup_weight=500\nioscheduler=mq-deadline\ndescription=demo\n\
+         group_reporting\nwrite_bw_log=bw\nlog_avg_msec=1000\npercentile_list=50:99\n\
+         clat_percentiles=0\nloops=0\noffset=10%\noffset_increment=1m\nio_size=2g\nsize=20%\n",
+    );
+    assert_eq!(spec.cgroup, "/fast");
+    assert_eq!(spec.cgroup_weight, Some(500));
+    assert_eq!(spec.ioscheduler.as_deref(), Some("mq-deadline"));
+    assert_eq!(spec.description.as_deref(), Some("demo"));
+    assert!(spec.group_reporting);
+    assert_eq!(spec.write_bw_log.as_deref(), Some("bw"));
+    assert_eq!(spec.log_avg_msec, 1000);
+    assert_eq!(spec.percentile_list, vec![50.0, 99.0]);
+    assert!(!spec.clat_percentiles);
+    assert_eq!(spec.loops, 1);
+    assert_eq!(spec.offset, Amount::Percent(10.0));
+    assert_eq!(spec.offset_increment, MIB);
+    assert_eq!(spec.io_size, Some(2048 * MIB));
+    assert_eq!(spec.size, Some(Amount::Percent(20.0)));
+}
+
+// filesize, fill_device and size checks.
+#[test]
+fn file_sizes() {
+    assert_eq!(
+        job("[j]\nfilesize=1g\nnrfiles=2\n").size,
+        Some(Amount::Bytes(2048 * MIB))
+    );
+    assert!(error("[j]\nfilesize=1g-2g\n").contains("range"));
+    assert!(error("[j]\nfilesize=1g\nsize=1g\n").contains("together with size"));
+    assert_eq!(job("[j]\nfill_device=1\n").size, None);
+    assert!(error("[j]\nfill_device=1\nsize=1g\n").contains("fill_device"));
+    assert!(error("[j]\nsize=1k\nbs=4k\n").contains("smaller than the minimum block size"));
+    assert_eq!(
+        job("[j]\nsize=0\n").size,
+        None,
+        "fio reads size=0 as not set"
+    );
+}
+
+// Options without meaning in simulation are accepted with a note saying why.
+#[test]
+fn notes_for_options_without_effect() {
+    let file = parse("[global]\ncpus_allowed=0-3\ndirect=1\n[a]\n[b]\nrefill_buffers\n").unwrap();
+    let notes: Vec<String> = file.notes.iter().map(|n| n.to_string()).collect();
+    assert_eq!(
+        notes,
+        vec![
+            "t.fio:2: note: cpus_allowed: no meaning in simulation: CPU placement and process \
+             attributes do not affect simulated I/O",
+            "t.fio:6: note: refill_buffers: no meaning in simulation: no data is transferred, so \
+             buffer contents, compressibility and verification do not apply",
+        ]
+    );
+}
+
+#[test]
+fn notes_that_depend_on_the_job() {
+    let note_for = |text: &str, option: &str| -> Option<String> {
+        let file = parse(text).unwrap();
+        file.notes
+            .iter()
+            .find(|n| n.option == option)
+            .map(|n| n.to_string())
+    };
+    assert_eq!(
+        note_for("[j]\n", "direct").unwrap(),
+        "t.fio:1: note: direct: buffered I/O (fio's default, direct=0): the simulator has no \
+         page cache and issues this job's I/O as direct I/O"
+    );
+    assert!(note_for("[j]\ndirect=0\n", "direct")
+        .unwrap()
+        .starts_with("t.fio:2:"));
+    assert!(note_for("[j]\ndirect=1\n", "direct").is_none());
+    assert!(note_for("[j]\niodepth=8\ndirect=1\n", "iodepth").is_some());
+    assert!(note_for("[j]\nioengine=libaio\niodepth=8\n", "iodepth").is_none());
+    assert!(note_for("[j]\ntime_based\n", "time_based").is_some());
+    assert!(!job("[j]\ntime_based\n").time_based);
+    assert!(note_for("[j]\nverify=md5\n", "verify").is_some());
+}
+
+// Refused options fail with the option, value and reason.
+#[test]
+fn refusals_name_the_option_and_reason() {
+    assert_eq!(
+        error("[j]\nzonemode=zbd\n"),
+        "t.fio:2: zonemode=zbd: refused: zoned I/O (zonemode strided or zbd) is not modelled"
+    );
+    assert!(error("[j]\nrw=write\nverify=md5\n").contains("verify=md5: refused"));
+    assert!(parse("[j]\nrw=write\nverify=md5\ndo_verify=0\n").is_ok());
+    assert!(error("[j]\nioengine=libaio\ncmdprio_percentage=10\n").contains("cmdprio"));
+    assert!(error("[j]\nrate_process=poisson\n").contains("linear rate"));
+    assert!(error("[j]\nio_submit_mode=offload\n").contains("offload"));
+    assert!(error("[j]\nrwmixcycle=10\n").contains("no longer accepts"));
+    assert!(error("[j]\nhostname=x\n").contains("engine the simulator does not run"));
+    assert!(error("[j]\nread_iolog=trace.log\n").contains("replaying"));
+    assert!(error("[j]\nioengine=libaio\niodepth=32\niodepth_low=8\n").contains("iodepth_low"));
+}
+
+// Each class of error names the problem and file:line.
+#[test]
+fn errors_name_the_problem_and_line() {
+    assert!(error("[j]\nfoo=1\n").starts_with("t.fio:2: unknown option \"foo\""));
+    assert_eq!(
+        error("[j]\nzzzzzzzz=1\n"),
+        "t.fio:2: unknown option \"zzzzzzzz\""
+    );
+    assert_eq!(
+        error("[j]\niodpeth=4\n"),
+        "t.fio:2: unknown option \"iodpeth\" (did you mean \"iodepth\"?)"
+    );
+    assert_eq!(
+        error("[j]\n\nbs=4q\n"),
+        "t.fio:3: bs: bad size \"4q\": unknown suffix \"q\""
+    );
+    assert_eq!(
+        error("[j]\nsize=-1\n"),
+        "t.fio:2: size: bad size \"-1\": negative"
+    );
+    assert_eq!(
+        error("[j]\nbs=0\n"),
+        "t.fio:2: bs: 0 is out of range (minimum 1)"
+    );
+    assert_eq!(
+        error("[j]\nprio=9\n"),
+        "t.fio:2: prio: 9 is out of range (0 to 7)"
+    );
+    assert_eq!(
+        error("[j]\nrwmixread=101\n"),
+        "t.fio:2: rwmixread: 101 is out of range (maximum 100)"
+    );
+    assert_eq!(
+        error("[j]\nblocksize=1x\n"),
+        "t.fio:2: blocksize (bs): bad size \"1x\": unknown suffix \"x\""
+    );
+    assert!(error("bs=4k\n[j]\n").starts_with("t.fio:1: \"bs=4k\" is outside any [section]"));
+    assert!(error("[job\n").starts_with("t.fio:1: malformed section header"));
+    assert!(error("[j]\nnumjobs=0\n").contains("at least 1"));
+    assert!(error("[j]\nruntime=10sec\n").contains("write \"s\""));
+    assert!(error("[j]\ndirect=yes\n").contains("0 or 1"));
+    assert!(error("[j]\nRW=read\n").contains("unknown option \"RW\""));
+    assert_eq!(
+        error("[global]\nbs=4k\n"),
+        "t.fio: no jobs defined (fio needs at least one job section)"
+    );
+}
+
+// Included lines join the including section and keep their own locations.
+#[test]
+fn includes_bring_options_into_the_section() {
+    let files = [("common.fio", "ioengine=libaio\niodepth=16\n")];
+    let file = parse_files("[global]\ninclude common.fio\n[j]\nrw=randread\n", &files).unwrap();
+    assert_eq!(
+        file.jobs[0].engine,
+        Engine::Async {
+            name: "libaio".into()
+        }
+    );
+    assert_eq!(file.jobs[0].iodepth, 16);
+    let files = [("bad.fio", "\nbs=4q\n")];
+    let message = parse_files("[j]\ninclude bad.fio\n", &files)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        message,
+        "bad.fio:2: bs: bad size \"4q\": unknown suffix \"q\""
+    );
+}
+
+// The job count is bounded as fio bounds it.
+#[test]
+fn total_jobs_are_bounded() {
+    assert!(error("[j]\nnumjobs=5000\n").contains("more than 4096 jobs"));
+    assert!(parse("[j]\nnumjobs=4096\n").is_ok());
+}
+
+// JobSpec::new's defaults are fio's: every honoured option set to the default fio's own option
+// table gives (generated from options.c) resolves to exactly JobSpec::new.
+#[test]
+fn job_spec_defaults_match_fio_option_table() {
+    let names = [
+        "rw",
+        "bs",
+        "ioengine",
+        "iodepth",
+        "rwmixread",
+        "direct",
+        "buffered",
+        "numjobs",
+        "randrepeat",
+        "loops",
+        "thinktime",
+        "thinktime_spin",
+        "thinktime_blocks",
+        "offset",
+        "offset_increment",
+        "startdelay",
+        "runtime",
+        "fsync",
+        "fdatasync",
+        "sync",
+        "end_fsync",
+        "clat_percentiles",
+        "lat_percentiles",
+        "percentile_list",
+        "log_avg_msec",
+        "kb_base",
+        "random_distribution",
+        "fill_device",
+    ];
+    let mut text = String::from("[job]\n");
+    for name in names {
+        let default = table::find(name)
+            .and_then(|option| option.default)
+            .unwrap_or_else(|| panic!("{name} has no default in fio's table"));
+        text.push_str(&format!("{name}={default}\n"));
+    }
+    let mut spec = job(&text);
+    spec.options.clear();
+    let mut expected = JobSpec::new("job");
+    expected.location = spec.location.clone();
+    assert_eq!(spec, expected);
+}
