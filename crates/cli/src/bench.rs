@@ -35,7 +35,8 @@ pub fn job_text(jobs: u32, requests: u64) -> String {
 /// Runs `iosched bench`.
 pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     let text = job_text(args.jobs, args.requests_per_job);
-    let file = parse::parse_str(&text, "bench.fio", Path::new("."), &|_| None).map_err(anyhow::Error::msg)?;
+    let file = parse::parse_str(&text, "bench.fio", Path::new("."), &|_| None)
+        .map_err(anyhow::Error::msg)?;
     let config = args.sim.config();
     println!(
         "iosched bench: seed {}, policy {}, device {}, {} synchronous 4 KiB random readers x {} requests",
@@ -46,7 +47,11 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
         let started = Instant::now();
         let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
         let wall = started.elapsed().as_secs_f64();
-        let requests: u64 = report.jobs.iter().map(|j| j.dirs.iter().map(|d| d.total_ios).sum::<u64>()).sum();
+        let requests: u64 = report
+            .jobs
+            .iter()
+            .map(|j| j.dirs.iter().map(|d| d.total_ios).sum::<u64>())
+            .sum();
         let rate = requests as f64 / wall;
         println!(
             "round {round}: {requests} requests, {:.3} simulated s, {:.3} wall s: {:.0} simulated requests per wall second",
@@ -56,6 +61,9 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
         );
         best = Some(best.map_or(rate, |b: f64| b.max(rate)));
     }
-    println!("best: {:.0} simulated requests per wall second (one core)", best.unwrap_or(0.0));
+    println!(
+        "best: {:.0} simulated requests per wall second (one core)",
+        best.unwrap_or(0.0)
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -53,19 +53,55 @@ fn scenarios(quick: bool) -> Vec<Scenario> {
     let short = if quick { 4 } else { 20 };
     let ssd = if quick { 1 } else { 5 };
     let mut list = vec![
-        Scenario { name: "hdd randread 4k qd1", device: "hdd", device_settings: &[], job: job("randread", "4k", "psync", 1, long) },
-        Scenario { name: "hdd randread 4k qd32", device: "hdd", device_settings: &[], job: job("randread", "4k", "libaio", 32, long) },
-        Scenario { name: "hdd read 4k sync", device: "hdd", device_settings: &[], job: job("read", "4k", "psync", 1, short) },
-        Scenario { name: "hdd read 1m", device: "hdd", device_settings: &[], job: job("read", "1m", "psync", 1, short) },
-        Scenario { name: "hdd randwrite 4k cache on", device: "hdd", device_settings: &[("write_cache", "on")], job: job("randwrite", "4k", "psync", 1, short * 3) },
-        Scenario { name: "hdd randwrite 4k cache off", device: "hdd", device_settings: &[("write_cache", "off")], job: job("randwrite", "4k", "psync", 1, short * 3) },
+        Scenario {
+            name: "hdd randread 4k qd1",
+            device: "hdd",
+            device_settings: &[],
+            job: job("randread", "4k", "psync", 1, long),
+        },
+        Scenario {
+            name: "hdd randread 4k qd32",
+            device: "hdd",
+            device_settings: &[],
+            job: job("randread", "4k", "libaio", 32, long),
+        },
+        Scenario {
+            name: "hdd read 4k sync",
+            device: "hdd",
+            device_settings: &[],
+            job: job("read", "4k", "psync", 1, short),
+        },
+        Scenario {
+            name: "hdd read 1m",
+            device: "hdd",
+            device_settings: &[],
+            job: job("read", "1m", "psync", 1, short),
+        },
+        Scenario {
+            name: "hdd randwrite 4k cache on",
+            device: "hdd",
+            device_settings: &[("write_cache", "on")],
+            job: job("randwrite", "4k", "psync", 1, short * 3),
+        },
+        Scenario {
+            name: "hdd randwrite 4k cache off",
+            device: "hdd",
+            device_settings: &[("write_cache", "off")],
+            job: job("randwrite", "4k", "psync", 1, short * 3),
+        },
     ];
     for depth in [1u32, 4, 16, 64, 128] {
         list.push(Scenario {
             name: Box::leak(format!("ssd randread 4k qd{depth}").into_boxed_str()),
             device: "ssd",
             device_settings: &[],
-            job: job("randread", "4k", if depth == 1 { "psync" } else { "libaio" }, depth, ssd),
+            job: job(
+                "randread",
+                "4k",
+                if depth == 1 { "psync" } else { "libaio" },
+                depth,
+                ssd,
+            ),
         });
     }
     list
@@ -98,29 +134,46 @@ fn figures(report: RunReport) -> Figures {
 }
 
 fn parameter(report: &RunReport, name: &str) -> Option<f64> {
-    report.device_parameters.iter().find(|p| p.name == name).and_then(|p| p.value.parse().ok())
+    report
+        .device_parameters
+        .iter()
+        .find(|p| p.name == name)
+        .and_then(|p| p.value.parse().ok())
 }
 
 /// Runs `iosched calibrate`.
 pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     let base = SimArgs {
-        policy: args.policy.clone(),
+        policy: Some(args.policy.clone()),
         settings: Vec::new(),
         device: String::new(),
         device_settings: Vec::new(),
         seed: args.seed,
     };
-    println!("iosched calibrate: seed {}, policy {}{}", args.seed, args.policy, if args.quick { ", quick" } else { "" });
+    println!(
+        "iosched calibrate: seed {}, policy {}{}",
+        args.seed,
+        args.policy,
+        if args.quick { ", quick" } else { "" }
+    );
     let mut results: BTreeMap<&str, Figures> = BTreeMap::new();
     for scenario in scenarios(args.quick) {
-        if args.only.as_deref().is_some_and(|only| only != scenario.device) {
+        if args
+            .only
+            .as_deref()
+            .is_some_and(|only| only != scenario.device)
+        {
             continue;
         }
         let file = parse::parse_str(&scenario.job, "calibration.fio", Path::new("."), &|_| None)
             .map_err(anyhow::Error::msg)?;
         let config = SimConfig {
             device: scenario.device.into(),
-            device_settings: scenario.device_settings.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+            device_settings: scenario
+                .device_settings
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
             ..base.config()
         };
         let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
@@ -138,25 +191,53 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     println!();
     let mut failures = 0;
     let mut check = |name: &str, figure: String, target: &str, pass: bool| {
-        println!("  {} {:<50} {:>26}   target {}", if pass { "PASS" } else { "FAIL" }, name, figure, target);
+        println!(
+            "  {} {:<50} {:>26}   target {}",
+            if pass { "PASS" } else { "FAIL" },
+            name,
+            figure,
+            target
+        );
         if !pass {
             failures += 1;
         }
     };
-    if let (Some(qd1), Some(qd32)) = (results.get("hdd randread 4k qd1"), results.get("hdd randread 4k qd32")) {
-        check("hdd: 4k random read, full span, QD1", format!("{:.1} IOPS", qd1.iops), "70-110 IOPS", (70.0..=110.0).contains(&qd1.iops));
+    if let (Some(qd1), Some(qd32)) = (
+        results.get("hdd randread 4k qd1"),
+        results.get("hdd randread 4k qd32"),
+    ) {
+        check(
+            "hdd: 4k random read, full span, QD1",
+            format!("{:.1} IOPS", qd1.iops),
+            "70-110 IOPS",
+            (70.0..=110.0).contains(&qd1.iops),
+        );
         let ratio = qd32.iops / qd1.iops;
-        check("hdd: QD32 / QD1 random read IOPS", format!("{ratio:.2}x"), ">= 1.8x", ratio >= 1.8);
+        check(
+            "hdd: QD32 / QD1 random read IOPS",
+            format!("{ratio:.2}x"),
+            ">= 1.8x",
+            ratio >= 1.8,
+        );
         let tail = qd32.clat_p9999 / qd1.clat_p9999;
         check(
             "hdd: QD32 / QD1 p99.99 latency",
-            format!("{:.0} / {:.0} ms = {tail:.1}x", qd32.clat_p9999 / 1e6, qd1.clat_p9999 / 1e6),
+            format!(
+                "{:.0} / {:.0} ms = {tail:.1}x",
+                qd32.clat_p9999 / 1e6,
+                qd1.clat_p9999 / 1e6
+            ),
             ">= 5x",
             tail >= 5.0,
         );
     }
     if let Some(seq) = results.get("hdd read 4k sync") {
-        check("hdd: sequential 4k direct sync read (read-ahead)", format!("{:.1} MB/s", seq.bandwidth / 1e6), ">= 25 MB/s", seq.bandwidth >= 25e6);
+        check(
+            "hdd: sequential 4k direct sync read (read-ahead)",
+            format!("{:.1} MB/s", seq.bandwidth / 1e6),
+            ">= 25 MB/s",
+            seq.bandwidth >= 25e6,
+        );
     }
     if let Some(big) = results.get("hdd read 1m") {
         let sustained = parameter(&big.report, "outer_sustained_rate").unwrap_or(f64::NAN);
@@ -173,7 +254,10 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
             share >= 0.90,
         );
     }
-    if let (Some(on), Some(off)) = (results.get("hdd randwrite 4k cache on"), results.get("hdd randwrite 4k cache off")) {
+    if let (Some(on), Some(off)) = (
+        results.get("hdd randwrite 4k cache on"),
+        results.get("hdd randwrite 4k cache off"),
+    ) {
         let ratio = on.iops / off.iops;
         check(
             "hdd: 4k random write, write cache on / off",
@@ -184,20 +268,41 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     }
     let ssd: Vec<(u32, &Figures)> = [1u32, 4, 16, 64, 128]
         .iter()
-        .filter_map(|d| results.get(format!("ssd randread 4k qd{d}").as_str()).map(|f| (*d, f)))
+        .filter_map(|d| {
+            results
+                .get(format!("ssd randread 4k qd{d}").as_str())
+                .map(|f| (*d, f))
+        })
         .collect();
     if let Some((_, qd1)) = ssd.first() {
         let mean_us = qd1.clat_mean / 1e3;
-        check("ssd: 4k random read QD1 mean latency", format!("{mean_us:.1} us"), "70-130 us", (70.0..=130.0).contains(&mean_us));
+        check(
+            "ssd: 4k random read QD1 mean latency",
+            format!("{mean_us:.1} us"),
+            "70-130 us",
+            (70.0..=130.0).contains(&mean_us),
+        );
         let parallelism = parameter(&qd1.report, "dies").unwrap_or(32.0);
         let rising = ssd.windows(2).all(|w| w[1].1.iops >= w[0].1.iops * 0.98);
-        let scaled = ssd.iter().find(|(d, _)| f64::from(*d) >= parallelism / 2.0).map(|(_, f)| f.iops / qd1.iops).unwrap_or(0.0);
-        let flat = ssd.last().map(|(_, f)| f.iops).unwrap_or(0.0) / ssd.iter().rev().nth(1).map(|(_, f)| f.iops).unwrap_or(1.0);
-        let curve: Vec<String> = ssd.iter().map(|(d, f)| format!("{d}:{:.0}k", f.iops / 1e3)).collect();
+        let scaled = ssd
+            .iter()
+            .find(|(d, _)| f64::from(*d) >= parallelism / 2.0)
+            .map(|(_, f)| f.iops / qd1.iops)
+            .unwrap_or(0.0);
+        let flat = ssd.last().map(|(_, f)| f.iops).unwrap_or(0.0)
+            / ssd.iter().rev().nth(1).map(|(_, f)| f.iops).unwrap_or(1.0);
+        let curve: Vec<String> = ssd
+            .iter()
+            .map(|(d, f)| format!("{d}:{:.0}k", f.iops / 1e3))
+            .collect();
         check(
             "ssd: IOPS grow with QD up to parallelism, then flatten",
             curve.join(" "),
-            &format!("rising; >= {:.0}x by QD {:.0}; last doubling < 1.25x", parallelism / 4.0, parallelism / 2.0),
+            &format!(
+                "rising; >= {:.0}x by QD {:.0}; last doubling < 1.25x",
+                parallelism / 4.0,
+                parallelism / 2.0
+            ),
             rising && scaled >= parallelism / 4.0 && flat < 1.25,
         );
     }

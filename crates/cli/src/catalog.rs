@@ -10,11 +10,21 @@ use std::process::ExitCode;
 pub fn policies() -> Result<ExitCode> {
     println!("Queue tunables (every policy):");
     for spec in QUEUE_TUNABLES {
-        println!("  {:<18} {:>8} {:<9} {}", spec.name, spec.default, spec.unit.symbol(), spec.doc);
+        println!(
+            "  {:<18} {:>8} {:<9} {}",
+            spec.name,
+            spec.default,
+            spec.unit.symbol(),
+            spec.doc
+        );
     }
     for info in policies::catalog() {
         println!();
-        let aliases = if info.aliases.is_empty() { String::new() } else { format!(" (also: {})", info.aliases.join(", ")) };
+        let aliases = if info.aliases.is_empty() {
+            String::new()
+        } else {
+            format!(" (also: {})", info.aliases.join(", "))
+        };
         println!("{}{aliases}: {}", info.name, info.summary);
         if info.tunables.is_empty() {
             println!("  no tunables of its own");
@@ -55,7 +65,10 @@ pub fn devices(args: DevicesArgs) -> Result<ExitCode> {
         println!("{}: {}", info.name, info.summary);
         let model = (info.build)(&[], 1).map_err(anyhow::Error::msg)?;
         for parameter in model.parameters() {
-            println!("  {:<28} {:>14} {:<10} {}", parameter.name, parameter.value, parameter.unit, parameter.note);
+            println!(
+                "  {:<28} {:>14} {:<10} {}",
+                parameter.name, parameter.value, parameter.unit, parameter.note
+            );
         }
     }
     if first {

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use iosched_fio::{output, parse, RunReport};
+use iosched_fio::{output, parse, JobFile, JobSpec, RunReport};
 use iosched_sim::SimConfig;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,9 +11,10 @@ use std::process::ExitCode;
 /// Options shared by every command that simulates.
 #[derive(Args, Clone, Debug)]
 pub struct SimArgs {
-    /// Scheduling policy (see `iosched policies`).
-    #[arg(long, default_value = "deadline")]
-    pub policy: String,
+    /// Scheduling policy (see `iosched policies`). Default: the job file's `ioscheduler=`, or
+    /// deadline.
+    #[arg(long)]
+    pub policy: Option<String>,
     /// Set a queue or policy tunable, as in sysfs (repeatable): --set read_expire=250
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
     pub settings: Vec<(String, String)>,
@@ -33,7 +34,10 @@ impl SimArgs {
     pub fn config(&self) -> SimConfig {
         SimConfig {
             seed: self.seed,
-            policy: self.policy.clone(),
+            policy: self
+                .policy
+                .clone()
+                .unwrap_or_else(|| DEFAULT_POLICY.to_string()),
             policy_settings: self.settings.clone(),
             device: self.device.clone(),
             device_settings: self.device_settings.clone(),
@@ -42,10 +46,51 @@ impl SimArgs {
     }
 }
 
+/// The policy when neither `--policy` nor the job file names one.
+pub const DEFAULT_POLICY: &str = "deadline";
+
+/// The policy to run: `--policy`, else the jobs' `ioscheduler=` (fio switches the device's
+/// scheduler to it), else [`DEFAULT_POLICY`]. One device has one scheduler, so jobs that ask for
+/// different ones are refused.
+pub fn choose_policy(requested: Option<&str>, file: &JobFile) -> Result<String> {
+    let mut asked: Option<(&str, &JobSpec)> = None;
+    for job in &file.jobs {
+        let Some(name) = job.ioscheduler.as_deref() else {
+            continue;
+        };
+        match asked {
+            Some((first, first_job)) if first != name => bail!(
+                "{}: job {:?} asks for ioscheduler={name} but {}: job {:?} asked for ioscheduler={first}; \
+                 one simulated device runs one scheduler",
+                job.location,
+                job.name,
+                first_job.location,
+                first_job.name
+            ),
+            Some(_) => {}
+            None => asked = Some((name, job)),
+        }
+    }
+    match (requested, asked) {
+        (Some(policy), Some((name, job))) if policy != name => {
+            eprintln!(
+                "iosched: --policy {policy} overrides ioscheduler={name} ({})",
+                job.location
+            );
+            Ok(policy.to_string())
+        }
+        (Some(policy), _) => Ok(policy.to_string()),
+        (None, Some((name, _))) => Ok(name.to_string()),
+        (None, None) => Ok(DEFAULT_POLICY.to_string()),
+    }
+}
+
 /// `NAME=VALUE` into its parts.
 pub fn parse_setting(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
-        Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_string(), value.trim().to_string())),
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_string(), value.trim().to_string()))
+        }
         _ => Err(format!("expected NAME=VALUE, got {text:?}")),
     }
 }
@@ -78,7 +123,9 @@ fn formats(text: &str) -> Result<Vec<Format>> {
         out.push(match name {
             "normal" => Format::Normal,
             "json" => Format::Json,
-            "terse" | "json+" => bail!("--output-format {name} is not supported; use normal or json"),
+            "terse" | "json+" => {
+                bail!("--output-format {name} is not supported; use normal or json")
+            }
             other => bail!("unknown --output-format {other:?}; use normal, json or normal,json"),
         });
     }
@@ -103,11 +150,19 @@ fn render(report: &RunReport, formats: &[Format]) -> String {
 /// Writes `text` to `path` through a temporary file in the same directory, so an existing
 /// file is replaced only by complete output.
 pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let directory = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().context("--output needs a file name")?.to_string_lossy();
+    let directory = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .context("--output needs a file name")?
+        .to_string_lossy();
     let temporary = directory.join(format!(".{name}.iosched-tmp"));
-    std::fs::write(&temporary, text).with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, path).with_context(|| format!("cannot replace {}", path.display()))?;
+    std::fs::write(&temporary, text)
+        .with_context(|| format!("cannot write {}", temporary.display()))?;
+    std::fs::rename(&temporary, path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
     Ok(())
 }
 
@@ -115,7 +170,8 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let formats = formats(&args.output_format)?;
     let file = parse::parse_file(&args.jobfile).map_err(anyhow::Error::msg)?;
-    let config = args.sim.config();
+    let mut config = args.sim.config();
+    config.policy = choose_policy(args.sim.policy.as_deref(), &file)?;
     // The seed comes first, so any run can be replayed; on stderr to keep JSON output clean.
     eprintln!(
         "iosched: seed {} (replay with --seed {}), policy {}, device {}",
@@ -130,7 +186,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Some(path) => write_atomically(path, &text)?,
         None => {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(text.as_bytes()).context("cannot write to standard output")?;
+            stdout
+                .write_all(text.as_bytes())
+                .context("cannot write to standard output")?;
         }
     }
     Ok(ExitCode::SUCCESS)

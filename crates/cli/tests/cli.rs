@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn iosched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iosched")).args(args).output().expect("iosched runs")
+    Command::new(env!("CARGO_BIN_EXE_iosched"))
+        .args(args)
+        .output()
+        .expect("iosched runs")
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -32,9 +35,15 @@ fn refused(name: &str, text: &str) -> String {
     let path = write(&dir, "job.fio", text);
     let output = iosched(&["run", &path]);
     let message = stderr(&output);
-    assert!(!output.status.success(), "{name}: expected failure, got success");
+    assert!(
+        !output.status.success(),
+        "{name}: expected failure, got success"
+    );
     assert!(!message.contains("panicked"), "{name}: panicked: {message}");
-    assert!(message.contains("job.fio:"), "{name}: no file:line in {message}");
+    assert!(
+        message.contains("job.fio:"),
+        "{name}: no file:line in {message}"
+    );
     message
 }
 
@@ -42,29 +51,48 @@ fn refused(name: &str, text: &str) -> String {
 #[test]
 fn bad_job_files_are_refused_clearly() {
     let unknown = refused("unknown", "[a]\nsize=1m\nfrobnicate=3\n");
-    assert!(unknown.contains("job.fio:3") && unknown.contains("frobnicate"), "{unknown}");
+    assert!(
+        unknown.contains("job.fio:3") && unknown.contains("frobnicate"),
+        "{unknown}"
+    );
     let suffix = refused("suffix", "[a]\nbs=4q\nsize=1m\n");
-    assert!(suffix.contains("job.fio:2") && suffix.contains("4q"), "{suffix}");
+    assert!(
+        suffix.contains("job.fio:2") && suffix.contains("4q"),
+        "{suffix}"
+    );
     let negative = refused("negative", "[a]\nsize=-1\n");
-    assert!(negative.contains("job.fio:2") && negative.contains("size"), "{negative}");
+    assert!(
+        negative.contains("job.fio:2") && negative.contains("size"),
+        "{negative}"
+    );
     let zero = refused("zero", "[a]\nsize=1m\nbs=0\n");
     assert!(zero.contains("job.fio:3") && zero.contains("bs"), "{zero}");
     let missing_include = refused("missing-include", "include nowhere.fio\n[a]\nsize=1m\n");
-    assert!(missing_include.contains("job.fio:1") && missing_include.contains("nowhere.fio"), "{missing_include}");
+    assert!(
+        missing_include.contains("job.fio:1") && missing_include.contains("nowhere.fio"),
+        "{missing_include}"
+    );
     let dir = scratch("loop");
     write(&dir, "b.fio", "include job.fio\n");
     let path = write(&dir, "job.fio", "include b.fio\n[a]\nsize=1m\n");
     let output = iosched(&["run", &path]);
     let message = stderr(&output);
     assert!(!output.status.success() && !message.contains("panicked"));
-    assert!(message.contains("b.fio:1") && message.contains("loop"), "{message}");
+    assert!(
+        message.contains("b.fio:1") && message.contains("loop"),
+        "{message}"
+    );
 }
 
 #[test]
 fn missing_job_file_is_named() {
     let output = iosched(&["run", "/nonexistent/jobs.fio"]);
     assert!(!output.status.success());
-    assert!(stderr(&output).contains("/nonexistent/jobs.fio"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("/nonexistent/jobs.fio"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -74,9 +102,17 @@ fn bad_settings_are_named() {
     let policy = iosched(&["run", &path, "--policy", "cfq-nope"]);
     assert!(!policy.status.success() && stderr(&policy).contains("cfq-nope"));
     let tunable = iosched(&["run", &path, "--set", "read_expire=-5"]);
-    assert!(!tunable.status.success() && stderr(&tunable).contains("read_expire"), "{}", stderr(&tunable));
+    assert!(
+        !tunable.status.success() && stderr(&tunable).contains("read_expire"),
+        "{}",
+        stderr(&tunable)
+    );
     let device = iosched(&["run", &path, "--device-set", "queue_depth=0"]);
-    assert!(!device.status.success() && stderr(&device).contains("queue_depth"), "{}", stderr(&device));
+    assert!(
+        !device.status.success() && stderr(&device).contains("queue_depth"),
+        "{}",
+        stderr(&device)
+    );
 }
 
 // Proves one seed reproduces a run byte for byte, and another seed changes it.
@@ -106,7 +142,14 @@ fn output_file_is_replaced_only_on_success() {
     assert!(!output.status.success());
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous results");
     let good = write(&dir, "good.fio", SMALL_JOB);
-    let output = iosched(&["run", &good, "--output-format", "json", "--output", out.to_str().unwrap()]);
+    let output = iosched(&[
+        "run",
+        &good,
+        "--output-format",
+        "json",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(std::fs::read_to_string(&out).unwrap().contains("\"jobs\""));
 }
@@ -115,7 +158,14 @@ fn output_file_is_replaced_only_on_success() {
 fn catalogs_list_every_parameter() {
     let policies = iosched(&["policies"]);
     let text = String::from_utf8_lossy(&policies.stdout);
-    for name in ["noop", "deadline", "read_expire", "fifo_batch", "writes_starved", "nr_requests"] {
+    for name in [
+        "noop",
+        "deadline",
+        "read_expire",
+        "fifo_batch",
+        "writes_starved",
+        "nr_requests",
+    ] {
         assert!(text.contains(name), "policies lacks {name}: {text}");
     }
     let devices = iosched(&["devices"]);
@@ -130,6 +180,10 @@ fn catalogs_list_every_parameter() {
 fn calibration_targets_are_met() {
     let output = iosched(&["calibrate", "--quick"]);
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "calibration failed:\n{text}\n{}", stderr(&output));
+    assert!(
+        output.status.success(),
+        "calibration failed:\n{text}\n{}",
+        stderr(&output)
+    );
     assert!(text.contains("PASS") && !text.contains("FAIL"), "{text}");
 }

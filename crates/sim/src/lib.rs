@@ -13,7 +13,7 @@
 //! job.rw = RwMode::RandRead;
 //! job.size = Some(Amount::Bytes(64 << 20));
 //! job.io_size = Some(1 << 20);
-//! let file = JobFile { jobs: vec![job], notes: vec![] };
+//! let file = JobFile { jobs: vec![job], ..JobFile::default() };
 //! let config = SimConfig { device: "fixed".into(), ..SimConfig::default() };
 //! let report = run(&config, &file).unwrap();
 //! assert_eq!(report.jobs[0].dirs[0].total_ios, 256);

@@ -69,7 +69,7 @@ fn job(index: usize, shape: &JobShape) -> JobSpec {
 fn simulate(jobs: Vec<JobSpec>, config: SimConfig) -> (Vec<TraceEntry>, (u64, u64)) {
     let file = JobFile {
         jobs,
-        notes: vec![],
+        ..JobFile::default()
     };
     let mut simulation = Simulation::new(&config, &file).expect("valid setup");
     simulation.enable_trace();

@@ -394,11 +394,34 @@ fn named_parameters(name: &str, parameters: &[Parameter]) -> String {
     if parameters.is_empty() {
         return name.to_string();
     }
+    // Compact units read as part of the value (500ms, 76.3MB/s); counting units ("requests",
+    // "sectors", "0/1") only repeat the name and are left to `iosched devices`/`policies`.
+    // Per-zone rows are left out here too: the JSON and `iosched devices` list them.
+    const COMPACT: [&str; 12] = [
+        "ns", "us", "ms", "s", "KiB", "MiB", "GiB", "GB", "MB", "MB/s", "%", "rpm",
+    ];
     let list: Vec<String> = parameters
         .iter()
-        .map(|p| format!("{}={}{}", p.name, p.value, p.unit))
+        .filter(|p| !p.name.starts_with("zone_"))
+        .map(|p| {
+            let unit = if COMPACT.contains(&p.unit.as_str()) {
+                p.unit.as_str()
+            } else {
+                ""
+            };
+            format!("{}={}{unit}", p.name, p.value)
+        })
         .collect();
     format!("{name}: {}", list.join(", "))
+}
+
+/// A counter as an integer when it is one, else with three decimals.
+fn counter_value(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.3}")
+    }
 }
 
 /// What fio has no place for: the policy's tunables, the device model, its counters, notes.
@@ -420,7 +443,7 @@ fn iosched_section(out: &mut String, report: &RunReport) {
         let counters: Vec<String> = report
             .device_counters
             .iter()
-            .map(|(name, value)| format!("{name}={value}"))
+            .map(|(name, value)| format!("{name}={}", counter_value(*value)))
             .collect();
         writeln!(out, "  counters     : {}", counters.join(", ")).unwrap();
     }

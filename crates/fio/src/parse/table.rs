@@ -130,7 +130,7 @@ pub(super) fn nearest(name: &str) -> Option<&'static str> {
     for option in FIO_OPTIONS {
         for candidate in std::iter::once(option.name).chain(option.alias) {
             let distance = levenshtein(name, candidate);
-            if best.map_or(true, |(best_distance, _)| distance < best_distance) {
+            if best.is_none_or(|(best_distance, _)| distance < best_distance) {
                 best = Some((distance, candidate));
             }
         }

@@ -64,7 +64,7 @@ impl Selection {
                 continue;
             }
             let age = now.saturating_sub(candidate.accepted);
-            if age >= self.deadline && overdue.map_or(true, |(_, at)| candidate.accepted < at) {
+            if age >= self.deadline && overdue.is_none_or(|(_, at)| candidate.accepted < at) {
                 overdue = Some((index, candidate.accepted));
             }
             let effective = candidate.positioning_ns - self.age_weight * age as f64;
