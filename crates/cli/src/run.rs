@@ -182,6 +182,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
     let text = render(&report, &formats);
+    // fio writes the logs a job asks for (write_lat_log and friends) relative to the current
+    // directory; so do we.
+    for (name, contents) in output::logs(&report) {
+        write_atomically(Path::new(&name), &contents)?;
+    }
     match &args.output {
         Some(path) => write_atomically(path, &text)?,
         None => {

@@ -187,3 +187,64 @@ fn calibration_targets_are_met() {
     );
     assert!(text.contains("PASS") && !text.contains("FAIL"), "{text}");
 }
+
+// Proves write_lat_log/write_bw_log/write_iops_log produce fio-format logs whose lines agree
+// with the run's own totals.
+#[test]
+fn fio_logs_are_written() {
+    let dir = scratch("logs");
+    let path = write(
+        &dir,
+        "job.fio",
+        "[r]\nfilename=/dev/sda\nrw=randread\ndirect=1\nruntime=3\ntime_based=1\nwrite_lat_log=lat\nwrite_bw_log=bw\nwrite_iops_log=io\nlog_offset=1\n",
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_iosched"))
+        .current_dir(&dir)
+        .args(["run", &path, "--output-format", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json = String::from_utf8_lossy(&output.stdout);
+    let total: usize = json
+        .split("\"total_ios\" : ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.trim().parse().ok())
+        .expect("read total_ios in the JSON");
+    let clat = std::fs::read_to_string(dir.join("lat_clat.1.log")).unwrap();
+    assert_eq!(clat.lines().count(), total, "one clat line per read");
+    let fields: Vec<&str> = clat.lines().next().unwrap().split(", ").collect();
+    assert_eq!(
+        fields.len(),
+        6,
+        "time, value, direction, bs, offset, prio: {fields:?}"
+    );
+    assert_eq!((fields[2], fields[3]), ("0", "4096"));
+    let iops = std::fs::read_to_string(dir.join("io_iops.1.log")).unwrap();
+    assert_eq!(
+        iops.lines().count(),
+        6,
+        "one line per 500 ms window over 3 s"
+    );
+    let logged: u64 = iops
+        .lines()
+        .map(|l| l.split(", ").nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(
+        (logged as f64 / 2.0 - total as f64).abs() <= 2.0,
+        "iops per window sum to the total: {logged} vs {total}"
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("bw_bw.1.log"))
+            .unwrap()
+            .lines()
+            .count()
+            == 6
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("lat_slat.1.log"))
+            .unwrap()
+            .is_empty(),
+        "psync has no slat"
+    );
+}

@@ -321,8 +321,13 @@ pub struct JobSpec {
     pub write_bw_log: Option<String>,
     /// IOPS log prefix (`write_iops_log`), if logging.
     pub write_iops_log: Option<String>,
-    /// Averaging window for bandwidth/IOPS logs in ms (`log_avg_msec`); 0 logs every I/O.
+    /// Averaging window for logs in ms (`log_avg_msec`); 0 logs every I/O's latency and
+    /// bandwidth/IOPS every 500 ms, as fio does.
     pub log_avg_msec: u32,
+    /// Add each I/O's offset to log lines (`log_offset`).
+    pub log_offset: bool,
+    /// Log the raw ioprio value instead of a high-priority flag (`log_prio`).
+    pub log_prio: bool,
 
     /// The elevator fio would select on the job's device (`ioscheduler`), if set. The policy
     /// the run uses is the runner's choice; it should honour this or say that it does not.
@@ -415,6 +420,8 @@ impl JobSpec {
             write_bw_log: None,
             write_iops_log: None,
             log_avg_msec: 0,
+            log_offset: false,
+            log_prio: false,
             ioscheduler: None,
             options: Vec::new(),
         }

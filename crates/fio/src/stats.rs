@@ -355,6 +355,51 @@ pub fn iodepth_bucket(depth: u32) -> usize {
     }
 }
 
+/// One completed I/O, kept only for jobs that asked for fio's log files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoSample {
+    /// Completion time since measurement started.
+    pub at: Nanos,
+    /// Direction.
+    pub dir: DataDir,
+    /// Bytes transferred.
+    pub bytes: u64,
+    /// Offset within the device.
+    pub offset: u64,
+    /// The I/O's priority.
+    pub prio: IoPrio,
+    /// Submission latency (async engines only).
+    pub slat: Option<Nanos>,
+    /// Completion latency.
+    pub clat: Nanos,
+}
+
+/// The log files a job asked for (`write_lat_log`, `write_bw_log`, `write_iops_log`) and how.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogRequest {
+    /// Prefix for `PREFIX_lat.N.log`, `_clat` and `_slat`.
+    pub lat: Option<String>,
+    /// Prefix for `PREFIX_bw.N.log`.
+    pub bw: Option<String>,
+    /// Prefix for `PREFIX_iops.N.log`.
+    pub iops: Option<String>,
+    /// Averaging window in ms; 0 logs every I/O's latency and bandwidth/IOPS per 500 ms.
+    pub avg_msec: u32,
+    /// Include offsets (`log_offset`).
+    pub offset: bool,
+    /// Log raw ioprio values (`log_prio`).
+    pub prio: bool,
+    /// fio's 1-based job number, in the file names.
+    pub job_number: u32,
+}
+
+impl LogRequest {
+    /// Whether any log is wanted.
+    pub fn any(&self) -> bool {
+        self.lat.is_some() || self.bw.is_some() || self.iops.is_some()
+    }
+}
+
 /// Results of one job clone.
 #[derive(Clone, Debug)]
 pub struct JobResult {
@@ -384,6 +429,10 @@ pub struct JobResult {
     pub iodepth_levels: [u64; IODEPTH_LEVELS],
     /// Non-zero if the job failed (fio's `error`).
     pub error: i32,
+    /// Log files asked for.
+    pub logs: LogRequest,
+    /// Every measured I/O, in completion order, when a log was asked for (else empty).
+    pub samples: Vec<IoSample>,
 }
 
 impl JobResult {

@@ -24,7 +24,9 @@ use iosched_core::{
     policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, IoPrio, Nanos,
     Op, Request, RequestId,
 };
-use iosched_fio::stats::{iodepth_bucket, DEFAULT_SAMPLE_INTERVAL, IODEPTH_LEVELS};
+use iosched_fio::stats::{
+    iodepth_bucket, IoSample, LogRequest, DEFAULT_SAMPLE_INTERVAL, IODEPTH_LEVELS,
+};
 use iosched_fio::{
     DataDir, DirStats, DiskUtil, JobFile, JobResult, JobSpec, Latency, Parameter, RunReport,
 };
@@ -94,6 +96,7 @@ struct Io {
     dir: DataDir,
     flush: bool,
     bytes: u64,
+    offset: u64,
     prio: IoPrio,
     created: Nanos,
     admitted: Nanos,
@@ -297,6 +300,16 @@ impl Simulation {
             measure_start: 0,
             iodepth_levels: [0; IODEPTH_LEVELS],
             error: 0,
+            logs: LogRequest {
+                lat: spec.write_lat_log.clone(),
+                bw: spec.write_bw_log.clone(),
+                iops: spec.write_iops_log.clone(),
+                avg_msec: spec.log_avg_msec,
+                offset: spec.log_offset,
+                prio: spec.log_prio,
+                job_number: index as u32 + 1,
+            },
+            samples: Vec::new(),
         };
         Ok(JobRun {
             spec: spec.clone(),
@@ -572,6 +585,7 @@ impl Simulation {
             dir: io.dir,
             flush: false,
             bytes: io.len,
+            offset: io.offset,
             prio: run.spec.prio,
             created: now,
             admitted: now,
@@ -593,6 +607,7 @@ impl Simulation {
             dir: DataDir::Write,
             flush: true,
             bytes: 0,
+            offset: 0,
             prio: run.spec.prio,
             created: now,
             admitted: now,
@@ -768,6 +783,17 @@ impl Simulation {
                     io.prio,
                     at - run.measure_start,
                 );
+                if run.result.logs.any() {
+                    run.result.samples.push(IoSample {
+                        at: at - run.measure_start,
+                        dir: io.dir,
+                        bytes: io.bytes,
+                        offset: io.offset,
+                        prio: io.prio,
+                        slat,
+                        clat,
+                    });
+                }
             }
         }
         match run.phase {

@@ -506,6 +506,8 @@ mod tests {
             measure_start: 0,
             iodepth_levels: [0; IODEPTH_LEVELS],
             error: 0,
+            logs: Default::default(),
+            samples: Vec::new(),
         };
         job.dirs[0].record(4096, None, 1000, Default::default(), 0);
         job

@@ -32,6 +32,8 @@
 //!     measure_start: 0,
 //!     iodepth_levels: [0; IODEPTH_LEVELS],
 //!     error: 0,
+//!     logs: Default::default(),
+//!     samples: Vec::new(),
 //! };
 //! // One 4 KiB read every millisecond, each taking 800 us.
 //! for i in 0..1000u64 {
@@ -60,7 +62,9 @@
 pub mod format;
 pub mod group;
 pub mod json;
+pub mod logs;
 pub mod normal;
 
 pub use json::{json, json_plus, json_string, render};
+pub use logs::logs;
 pub use normal::normal;

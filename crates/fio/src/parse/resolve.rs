@@ -539,8 +539,8 @@ impl Resolver<'_> {
             self.note(
                 notes,
                 "lat_percentiles",
-                "reported as completion-latency percentiles: the simulator has no submission \
-                 latency, so total and completion latency are the same",
+                "reported as completion-latency percentiles (total latency is completion plus \
+                 submission latency, which only async engines have)",
             );
         }
         let log = |name: &str| -> Option<String> {
@@ -556,6 +556,8 @@ impl Resolver<'_> {
         if let Some(msec) = self.int("log_avg_msec") {
             spec.log_avg_msec = to_u32(msec);
         }
+        spec.log_offset = self.flag("log_offset", false);
+        spec.log_prio = self.flag("log_prio", false);
     }
 
     fn filenames(&self, numjobs: u32) -> Result<Vec<Vec<String>>, ParseError> {

@@ -30,6 +30,8 @@ pub fn job(name: &str, group_id: u32, runtime: u64) -> JobResult {
         measure_start: 0,
         iodepth_levels: [0; IODEPTH_LEVELS],
         error: 0,
+        logs: Default::default(),
+        samples: Vec::new(),
     }
 }
 
