@@ -1,11 +1,7 @@
 //! `iosched`: run fio jobs under any scheduling policy on a simulated (or, later, real) device.
 
-mod bench;
-mod calibrate;
-mod catalog;
-mod run;
-
 use anyhow::Result;
+use iosched::{bench, calibrate, catalog, run};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
