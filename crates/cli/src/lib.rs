@@ -6,5 +6,11 @@
 pub mod bench;
 pub mod calibrate;
 pub mod catalog;
+pub mod compare;
+pub mod experiment;
+pub mod figures;
+pub mod matrix;
+pub mod report;
 pub mod run;
 pub mod study;
+pub mod table;

@@ -1,7 +1,7 @@
 //! `iosched`: run fio jobs under any scheduling policy on a simulated (or, later, real) device.
 
 use anyhow::Result;
-use iosched::{bench, calibrate, catalog, run};
+use iosched::{bench, calibrate, catalog, compare, experiment, run};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -17,6 +17,10 @@ struct Cli {
 enum Command {
     /// Run a fio job file under a policy on a simulated device.
     Run(run::RunArgs),
+    /// Run the same jobs under several policies and show them side by side.
+    Compare(compare::CompareArgs),
+    /// List or run the reproducible experiments (one folder per claim).
+    Experiment(experiment::ExperimentArgs),
     /// List the policies, their tunables, defaults and units.
     Policies,
     /// List the device models and their parameters (given and derived).
@@ -31,6 +35,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome: Result<ExitCode> = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Compare(args) => compare::compare(args),
+        Command::Experiment(args) => experiment::experiment(args),
         Command::Policies => catalog::policies(),
         Command::Devices(args) => catalog::devices(args),
         Command::Calibrate(args) => calibrate::calibrate(args),

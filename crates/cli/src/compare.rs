@@ -1,0 +1,109 @@
+//! `iosched compare`: the same jobs under several policies, side by side.
+
+use crate::matrix::{self, Matrix};
+use crate::run::{parse_setting, write_atomically};
+use crate::study::{Study, Sweep};
+use crate::table;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use iosched_sim::SimConfig;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `iosched compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The fio job file.
+    pub jobfile: PathBuf,
+    /// A policy to compare (repeat: --policy deadline --policy noop).
+    #[arg(long = "policy", required = true)]
+    pub policies: Vec<String>,
+    /// Sweep a variable the job file reads as ${VAR}: --sweep IODEPTH=1,2,4,8
+    #[arg(long, value_name = "VAR=V1,V2,...")]
+    pub sweep: Option<String>,
+    /// Set a tunable for every policy (NAME=VALUE) or one policy (POLICY.NAME=VALUE).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    pub settings: Vec<(String, String)>,
+    /// Device model.
+    #[arg(long, default_value = "hdd")]
+    pub device: String,
+    /// Set a device parameter (repeatable).
+    #[arg(long = "device-set", value_name = "NAME=VALUE", value_parser = parse_setting)]
+    pub device_settings: Vec<(String, String)>,
+    /// Seed for every run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the HTML report (one self-contained file) here.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+/// `VAR=V1,V2` into the variable and its values.
+pub fn parse_sweep(text: &str) -> Result<(String, Sweep)> {
+    let Some((variable, values)) = text.split_once('=') else {
+        bail!("--sweep expects VAR=V1,V2,..., got {text:?}");
+    };
+    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
+    if variable.trim().is_empty() || values.is_empty() {
+        bail!("--sweep expects VAR=V1,V2,..., got {text:?}");
+    }
+    let variable = variable.trim().to_string();
+    Ok((variable.clone(), Sweep { name: variable.to_lowercase(), values }))
+}
+
+/// Runs `iosched compare`.
+pub fn compare(args: CompareArgs) -> Result<ExitCode> {
+    let job_text = std::fs::read_to_string(&args.jobfile)
+        .with_context(|| format!("cannot read job file {}", args.jobfile.display()))?;
+    let sweep = args.sweep.as_deref().map(parse_sweep).transpose()?;
+    let base_dir = args.jobfile.parent().map(PathBuf::from).unwrap_or_default();
+    let matrix = Matrix {
+        job_text,
+        job_origin: args.jobfile.display().to_string(),
+        base_dir,
+        env: BTreeMap::new(),
+        policies: args.policies.clone(),
+        sweep: sweep.clone(),
+        config: SimConfig {
+            seed: args.seed,
+            policy_settings: args.settings.clone(),
+            device: args.device.clone(),
+            device_settings: args.device_settings.clone(),
+            ..SimConfig::default()
+        },
+    };
+    eprintln!(
+        "iosched: seed {} (replay with --seed {}), policies {}, device {}",
+        args.seed,
+        args.seed,
+        args.policies.join(", "),
+        args.device
+    );
+    let runs = matrix::execute(&matrix, std::io::stderr().is_terminal())?;
+    let mut settings = args.device_settings.clone();
+    settings.extend(args.settings.iter().cloned());
+    let study = Study {
+        title: format!("{} under {}", args.jobfile.display(), args.policies.join(" vs ")),
+        summary: format!(
+            "The jobs of {} run under each policy with the same seed ({}) on the same simulated {} device.",
+            args.jobfile.display(),
+            args.seed,
+            args.device
+        ),
+        seed: args.seed,
+        device: args.device.clone(),
+        settings,
+        policies: args.policies.clone(),
+        sweep: sweep.map(|(_, sweep)| sweep),
+        runs,
+        verdicts: Vec::new(),
+    };
+    print!("{}", table::side_by_side(&study));
+    if let Some(path) = &args.report {
+        write_atomically(path, &crate::report::html(&study))?;
+        eprintln!("iosched: report written to {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,513 @@
+//! `iosched experiment`: reproducible experiments, one folder per claim.
+//!
+//! An experiment is a folder under `experiments/` holding `experiment.toml` and the fio job
+//! file(s) it runs. The TOML states the claim in words with its source, the matrix (policies,
+//! and a swept variable that the job file reads as `${VAR}`), the device, the seed, a quick
+//! variant for the test suite (the same claim on shorter runs), and the checks that decide the
+//! claim, each with its tolerance:
+//!
+//! ```toml
+//! [[check]]
+//! claim = "IOPS at queue depth 32 are at least 1.8x those at depth 1"
+//! metric = "iops"            # see `figures::METRIC_NAMES`
+//! job = "reader"             # jobs of this name, clones pooled
+//! point = "32"               # sweep point (and/or policy = "...")
+//! against = { point = "1" }  # optional: compare as a ratio to another cell
+//! at_least = 1.8             # and/or at_most; latencies may be written "1.2s", "500ms"
+//! ```
+//!
+//! `rising = true` instead checks that the metric does not fall from one sweep point to the
+//! next (within `tolerance`, a fraction).
+
+use crate::figures::{self, job_figures, METRIC_NAMES};
+use crate::matrix::{self, Matrix};
+use crate::run::write_atomically;
+use crate::study::{Study, StudyRun, Sweep, Verdict};
+use crate::table;
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use iosched_fio::DataDir;
+use iosched_sim::SimConfig;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The TOML file in each experiment folder.
+pub const DEFINITION_FILE: &str = "experiment.toml";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Definition {
+    title: String,
+    source: String,
+    claim: String,
+    job: String,
+    #[serde(default = "default_device")]
+    device: String,
+    #[serde(default)]
+    device_settings: BTreeMap<String, String>,
+    #[serde(default)]
+    settings: BTreeMap<String, String>,
+    policies: Vec<String>,
+    #[serde(default = "default_seed")]
+    seed: u64,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    sweep: Option<SweepDefinition>,
+    quick: Option<QuickDefinition>,
+    #[serde(default)]
+    check: Vec<CheckDefinition>,
+}
+
+fn default_device() -> String {
+    "hdd".into()
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SweepDefinition {
+    /// What the reader calls it (`iodepth`).
+    name: String,
+    /// The `${VAR}` the job file reads.
+    variable: String,
+    values: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QuickDefinition {
+    /// Variables overriding `env` in the quick variant.
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+struct Selector {
+    policy: Option<String>,
+    point: Option<String>,
+    job: Option<String>,
+    metric: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(untagged)]
+enum Threshold {
+    Number(f64),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckDefinition {
+    claim: String,
+    metric: String,
+    job: String,
+    dir: Option<String>,
+    policy: Option<String>,
+    point: Option<String>,
+    against: Option<Selector>,
+    at_least: Option<Threshold>,
+    at_most: Option<Threshold>,
+    #[serde(default)]
+    rising: bool,
+    #[serde(default)]
+    tolerance: f64,
+}
+
+/// A loaded experiment.
+#[derive(Debug)]
+pub struct Experiment {
+    /// Folder name.
+    pub name: String,
+    /// The folder.
+    pub folder: PathBuf,
+    definition: Definition,
+}
+
+impl Experiment {
+    /// Title.
+    pub fn title(&self) -> &str {
+        &self.definition.title
+    }
+
+    /// Where the claim comes from.
+    pub fn source(&self) -> &str {
+        &self.definition.source
+    }
+
+    /// Number of runs in the matrix.
+    pub fn cells(&self) -> usize {
+        self.definition.policies.len() * self.definition.sweep.as_ref().map_or(1, |s| s.values.len())
+    }
+}
+
+/// Parses a threshold: a plain number, or a number with a time (ns, us, ms, s) or rate
+/// (KiB/s, MiB/s, MB/s) unit, into base units (ns, bytes/s).
+fn threshold_value(threshold: &Threshold) -> Result<f64> {
+    let text = match threshold {
+        Threshold::Number(number) => return Ok(*number),
+        Threshold::Text(text) => text.trim(),
+    };
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().with_context(|| format!("threshold {text:?} is not a number"))?;
+    let scale = match unit.trim() {
+        "" => 1.0,
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "KiB/s" => 1024.0,
+        "MiB/s" => 1024.0 * 1024.0,
+        "MB/s" => 1e6,
+        other => bail!("threshold {text:?}: unknown unit {other:?} (use ns, us, ms, s, KiB/s, MiB/s, MB/s)"),
+    };
+    Ok(number * scale)
+}
+
+/// Loads the experiment in `folder`.
+pub fn load(folder: &Path) -> Result<Experiment> {
+    let path = folder.join(DEFINITION_FILE);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let definition: Definition = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if definition.policies.is_empty() {
+        bail!("{}: policies is empty", path.display());
+    }
+    for check in &definition.check {
+        if check.at_least.is_none() && check.at_most.is_none() && !check.rising {
+            bail!("{}: check {:?} has no at_least, at_most or rising", path.display(), check.claim);
+        }
+        for threshold in [&check.at_least, &check.at_most].into_iter().flatten() {
+            threshold_value(threshold).with_context(|| format!("{}: check {:?}", path.display(), check.claim))?;
+        }
+    }
+    let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(Experiment { name, folder: folder.to_path_buf(), definition })
+}
+
+/// Every experiment under `root`, by name.
+pub fn discover(root: &Path) -> Result<Vec<Experiment>> {
+    let entries = std::fs::read_dir(root).with_context(|| {
+        format!("no experiments folder at {} (run from the repository root or pass --dir)", root.display())
+    })?;
+    let mut folders: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join(DEFINITION_FILE).is_file())
+        .collect();
+    folders.sort();
+    folders.iter().map(|f| load(f)).collect()
+}
+
+fn format_metric(metric: &str, value: f64) -> String {
+    if metric == "iops" {
+        format!("{value:.1} IOPS")
+    } else if metric == "bw" {
+        figures::rate(value)
+    } else if metric.contains("lat_") {
+        figures::duration(value)
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+fn cell<'a>(study: &'a Study, policy: &Option<String>, point: &Option<String>) -> Result<&'a StudyRun> {
+    let policy = match policy {
+        Some(policy) => policy.as_str(),
+        None if study.policies.len() == 1 => study.policies[0].as_str(),
+        None => bail!("the matrix has several policies: say which (policy = \"...\")"),
+    };
+    let point = match (point, &study.sweep) {
+        (Some(point), Some(_)) => Some(point.as_str()),
+        (None, None) => None,
+        (Some(point), None) => bail!("point = {point:?} but the experiment sweeps nothing"),
+        (None, Some(_)) => bail!("the experiment sweeps a variable: say at which point (point = \"...\")"),
+    };
+    study
+        .run(policy, point)
+        .with_context(|| format!("no run for policy {policy}{}", point.map(|p| format!(" at {p}")).unwrap_or_default()))
+}
+
+fn measure(run: &StudyRun, job: &str, dir: Option<DataDir>, metric: &str) -> Result<f64> {
+    let figures = job_figures(&run.report, job, dir).with_context(|| format!("no job named {job:?}"))?;
+    figures.metric(metric).with_context(|| format!("unknown metric {metric:?}; known: {METRIC_NAMES}"))
+}
+
+fn parse_dir(dir: &Option<String>) -> Result<Option<DataDir>> {
+    Ok(match dir.as_deref() {
+        None => None,
+        Some("read") => Some(DataDir::Read),
+        Some("write") => Some(DataDir::Write),
+        Some("trim") => Some(DataDir::Trim),
+        Some(other) => bail!("dir = {other:?}: use read, write or trim"),
+    })
+}
+
+fn evaluate(check: &CheckDefinition, study: &Study) -> Result<Verdict> {
+    let dir = parse_dir(&check.dir)?;
+    let mut bounds = Vec::new();
+    if let Some(at_least) = &check.at_least {
+        bounds.push((">=", threshold_value(at_least)?));
+    }
+    if let Some(at_most) = &check.at_most {
+        bounds.push(("<=", threshold_value(at_most)?));
+    }
+    if check.rising {
+        let sweep = study.sweep.as_ref().context("rising needs a sweep")?;
+        let mut values = Vec::new();
+        for point in &sweep.values {
+            let run = cell(study, &check.policy, &Some(point.clone()))?;
+            values.push((point.clone(), measure(run, &check.job, dir, &check.metric)?));
+        }
+        let rising = values.windows(2).all(|w| w[1].1 >= w[0].1 * (1.0 - check.tolerance));
+        let listed: Vec<String> = values.iter().map(|(p, v)| format!("{p}: {}", format_metric(&check.metric, *v))).collect();
+        return Ok(Verdict { claim: check.claim.clone(), figure: listed.join(", "), pass: rising });
+    }
+    let run = cell(study, &check.policy, &check.point)?;
+    let value = measure(run, &check.job, dir, &check.metric)?;
+    let (value, figure) = match &check.against {
+        None => (value, format_metric(&check.metric, value)),
+        Some(against) => {
+            let policy = against.policy.clone().or_else(|| check.policy.clone());
+            let point = against.point.clone().or_else(|| check.point.clone());
+            let other = cell(study, &policy, &point)?;
+            let metric = against.metric.as_deref().unwrap_or(&check.metric);
+            let job = against.job.as_deref().unwrap_or(&check.job);
+            let denominator = measure(other, job, dir, metric)?;
+            let ratio = if denominator == 0.0 { f64::INFINITY } else { value / denominator };
+            (
+                ratio,
+                format!(
+                    "{} / {} = {ratio:.2}x",
+                    format_metric(&check.metric, value),
+                    format_metric(metric, denominator)
+                ),
+            )
+        }
+    };
+    let pass = bounds.iter().all(|&(op, bound)| if op == ">=" { value >= bound } else { value <= bound });
+    Ok(Verdict { claim: check.claim.clone(), figure, pass })
+}
+
+/// Runs `experiment` (its quick variant if `quick`) and checks its claims.
+pub fn run_experiment(experiment: &Experiment, quick: bool, progress: bool, seed: Option<u64>) -> Result<Study> {
+    let definition = &experiment.definition;
+    let job_path = experiment.folder.join(&definition.job);
+    let job_text = std::fs::read_to_string(&job_path).with_context(|| format!("cannot read {}", job_path.display()))?;
+    let mut env = definition.env.clone();
+    if quick {
+        if let Some(variant) = &definition.quick {
+            env.extend(variant.env.clone());
+        }
+    }
+    let seed = seed.unwrap_or(definition.seed);
+    let sweep = definition
+        .sweep
+        .as_ref()
+        .map(|s| (s.variable.clone(), Sweep { name: s.name.clone(), values: s.values.clone() }));
+    let matrix = Matrix {
+        job_text,
+        job_origin: job_path.display().to_string(),
+        base_dir: experiment.folder.clone(),
+        env: env.clone(),
+        policies: definition.policies.clone(),
+        sweep: sweep.clone(),
+        config: SimConfig {
+            seed,
+            policy_settings: definition.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            device: definition.device.clone(),
+            device_settings: definition.device_settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            ..SimConfig::default()
+        },
+    };
+    let runs = matrix::execute(&matrix, progress).with_context(|| format!("experiment {}", experiment.name))?;
+    let mut settings: Vec<(String, String)> =
+        definition.device_settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    settings.extend(definition.settings.iter().map(|(k, v)| (k.clone(), v.clone())));
+    settings.extend(env.iter().map(|(k, v)| (format!("${{{k}}}"), v.clone())));
+    let mut study = Study {
+        title: format!("{}: {}", experiment.name, definition.title),
+        summary: format!("{}\n\nSource: {}", definition.claim.trim(), definition.source),
+        seed,
+        device: definition.device.clone(),
+        settings,
+        policies: definition.policies.clone(),
+        sweep: sweep.map(|(_, s)| s),
+        runs,
+        verdicts: Vec::new(),
+    };
+    for check in &definition.check {
+        let verdict = evaluate(check, &study)
+            .with_context(|| format!("{}: check {:?}", experiment.folder.join(DEFINITION_FILE).display(), check.claim))?;
+        study.verdicts.push(verdict);
+    }
+    Ok(study)
+}
+
+/// The study as JSON: the matrix, each run's key figures and full fio JSON, and the verdicts.
+pub fn results_json(experiment: &Experiment, study: &Study, quick: bool) -> serde_json::Value {
+    use serde_json::json;
+    let runs: Vec<serde_json::Value> = study
+        .runs
+        .iter()
+        .map(|run| {
+            let jobs: Vec<serde_json::Value> = figures::all_figures(&run.report)
+                .iter()
+                .map(|f| {
+                    json!({
+                        "job": f.job,
+                        "dir": f.dir.name(),
+                        "clones": f.clones,
+                        "iops": f.iops(),
+                        "bw_bytes": f.bandwidth(),
+                        "clat_mean_ns": f.stats.clat.mean(),
+                        "clat_p99_ns": f.stats.clat.percentile(99.0),
+                        "clat_p99_99_ns": f.stats.clat.percentile(99.99),
+                        "clat_max_ns": f.stats.clat.max(),
+                    })
+                })
+                .collect();
+            json!({
+                "policy": run.policy,
+                "point": run.point,
+                "jobs": jobs,
+                "fio": iosched_fio::output::json(&run.report),
+            })
+        })
+        .collect();
+    json!({
+        "experiment": experiment.name,
+        "title": study.title,
+        "claim": experiment.definition.claim.trim(),
+        "source": experiment.definition.source,
+        "quick": quick,
+        "seed": study.seed,
+        "device": study.device,
+        "settings": study.settings.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+        "policies": study.policies,
+        "sweep": study.sweep.as_ref().map(|s| json!({"name": s.name, "values": s.values})),
+        "verdicts": study.verdicts.iter().map(|v| json!({"claim": v.claim, "figure": v.figure, "pass": v.pass})).collect::<Vec<_>>(),
+        "pass": study.passed(),
+        "runs": runs,
+    })
+}
+
+/// Arguments of `iosched experiment`.
+#[derive(Args, Debug)]
+pub struct ExperimentArgs {
+    #[command(subcommand)]
+    command: ExperimentCommand,
+    /// The folder holding the experiments.
+    #[arg(long, global = true, default_value = "experiments")]
+    dir: PathBuf,
+}
+
+#[derive(Subcommand, Debug)]
+enum ExperimentCommand {
+    /// List the experiments with their claims' sources and matrix sizes.
+    List,
+    /// Run one experiment (or --all) and check its claims.
+    Run(RunExperimentArgs),
+}
+
+#[derive(Args, Debug)]
+struct RunExperimentArgs {
+    /// The experiment's folder name.
+    name: Option<String>,
+    /// Run every experiment.
+    #[arg(long, conflicts_with = "name")]
+    all: bool,
+    /// The quick variant: the same claim on shorter runs.
+    #[arg(long)]
+    quick: bool,
+    /// Write the HTML report here (with --all: a directory, one report per experiment).
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Where to write each experiment's results JSON.
+    #[arg(long, default_value = "results")]
+    results: PathBuf,
+    /// Override the experiment's seed.
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// Runs `iosched experiment`.
+pub fn experiment(args: ExperimentArgs) -> Result<ExitCode> {
+    match args.command {
+        ExperimentCommand::List => {
+            for experiment in discover(&args.dir)? {
+                println!(
+                    "{:<24} {:>3} runs  {}  [{}]",
+                    experiment.name,
+                    experiment.cells(),
+                    experiment.title(),
+                    experiment.source()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ExperimentCommand::Run(run) => {
+            let experiments = match (&run.name, run.all) {
+                (Some(name), false) => vec![load(&args.dir.join(name))?],
+                (None, true) => discover(&args.dir)?,
+                _ => bail!("name an experiment or pass --all (see `iosched experiment list`)"),
+            };
+            let mut failed = Vec::new();
+            for experiment in &experiments {
+                let study = run_one(experiment, &run)?;
+                if !study.passed() {
+                    failed.push(experiment.name.clone());
+                }
+            }
+            if failed.is_empty() {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!("iosched: claims not met: {}", failed.join(", "));
+                Ok(ExitCode::FAILURE)
+            }
+        }
+    }
+}
+
+fn run_one(experiment: &Experiment, args: &RunExperimentArgs) -> Result<Study> {
+    let seed = args.seed.unwrap_or(experiment.definition.seed);
+    println!(
+        "== {} ({}{}): seed {seed}, {} runs",
+        experiment.name,
+        experiment.title(),
+        if args.quick { ", quick" } else { "" },
+        experiment.cells()
+    );
+    println!("{}", experiment.definition.claim.trim());
+    println!("Source: {}\n", experiment.source());
+    let study = run_experiment(experiment, args.quick, std::io::stderr().is_terminal(), args.seed)?;
+    print!("{}", table::side_by_side(&study));
+    println!();
+    for verdict in &study.verdicts {
+        println!("  {} {}: {}", if verdict.pass { "PASS" } else { "FAIL" }, verdict.claim, verdict.figure);
+    }
+    println!("{}: {}\n", experiment.name, if study.passed() { "PASS" } else { "FAIL" });
+    let suffix = if args.quick { ".quick" } else { "" };
+    std::fs::create_dir_all(&args.results).with_context(|| format!("cannot create {}", args.results.display()))?;
+    let results = args.results.join(format!("{}{suffix}.json", experiment.name));
+    let json = serde_json::to_string_pretty(&results_json(experiment, &study, args.quick)).expect("JSON values serialize");
+    write_atomically(&results, &(json + "\n"))?;
+    if let Some(report) = &args.report {
+        let path = if args.all {
+            std::fs::create_dir_all(report).with_context(|| format!("cannot create {}", report.display()))?;
+            report.join(format!("{}{suffix}.html", experiment.name))
+        } else {
+            report.clone()
+        };
+        write_atomically(&path, &crate::report::html(&study))?;
+        println!("report: {}", path.display());
+    }
+    println!("results: {}", results.display());
+    Ok(study)
+}

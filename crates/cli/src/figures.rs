@@ -1,0 +1,139 @@
+//! The figures a study compares: per job and direction, from a run's report.
+//!
+//! Jobs are matched by name. Several jobs of one name (clones from `numjobs`) are pooled: their
+//! I/Os and bytes add up and their latency distributions merge, so "writer" means all writers.
+
+use iosched_fio::{DataDir, DirStats, RunReport};
+
+/// One job's (or one name's pooled jobs') figures in one direction.
+#[derive(Clone, Debug)]
+pub struct JobFigures {
+    /// Job name.
+    pub job: String,
+    /// Direction.
+    pub dir: DataDir,
+    /// How many job clones were pooled.
+    pub clones: usize,
+    /// Pooled statistics.
+    pub stats: DirStats,
+    /// Longest runtime among the pooled jobs, ns.
+    pub runtime: u64,
+}
+
+impl JobFigures {
+    /// I/Os per second.
+    pub fn iops(&self) -> f64 {
+        per_second(self.stats.total_ios as f64, self.runtime)
+    }
+
+    /// Bytes per second.
+    pub fn bandwidth(&self) -> f64 {
+        per_second(self.stats.io_bytes as f64, self.runtime)
+    }
+
+    /// A named metric, in base units (ns, bytes/s, I/Os per second, counts):
+    /// `iops`, `bw`, `ios`, `bytes`, `clat_mean`, `clat_max`, `clat_min`, `clat_stddev`,
+    /// `clat_pNN` (for example `clat_p99.99`), and the same for `lat_` and `slat_`.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        match name {
+            "iops" => return Some(self.iops()),
+            "bw" => return Some(self.bandwidth()),
+            "ios" => return Some(self.stats.total_ios as f64),
+            "bytes" => return Some(self.stats.io_bytes as f64),
+            _ => {}
+        }
+        let (kind, what) = name.split_once('_')?;
+        let latency = match kind {
+            "clat" => &self.stats.clat,
+            "lat" => &self.stats.lat,
+            "slat" => &self.stats.slat,
+            _ => return None,
+        };
+        match what {
+            "mean" => Some(latency.mean()),
+            "max" => Some(latency.max() as f64),
+            "min" => Some(latency.min() as f64),
+            "stddev" => Some(latency.stddev()),
+            percentile => {
+                let percent: f64 = percentile.strip_prefix('p')?.parse().ok()?;
+                (0.0..=100.0).contains(&percent).then(|| latency.percentile(percent) as f64)
+            }
+        }
+    }
+}
+
+fn per_second(amount: f64, runtime: u64) -> f64 {
+    if runtime == 0 {
+        0.0
+    } else {
+        amount * 1e9 / runtime as f64
+    }
+}
+
+/// Names of the metrics [`JobFigures::metric`] knows, for error messages.
+pub const METRIC_NAMES: &str = "iops, bw, ios, bytes, clat_mean, clat_max, clat_min, clat_stddev, \
+                                clat_pNN (e.g. clat_p99.99), and lat_* / slat_* likewise";
+
+/// The figures of the jobs named `job` in direction `dir` (or the direction with the most I/O).
+pub fn job_figures(report: &RunReport, job: &str, dir: Option<DataDir>) -> Option<JobFigures> {
+    let matched: Vec<_> = report.jobs.iter().filter(|j| j.name == job).collect();
+    let first = matched.first()?;
+    let dir = dir.unwrap_or_else(|| {
+        DataDir::ALL
+            .into_iter()
+            .max_by_key(|&d| (matched.iter().map(|j| j.dir(d).total_ios).sum::<u64>(), std::cmp::Reverse(d)))
+            .expect("three directions")
+    });
+    let mut stats = first.dir(dir).clone();
+    for other in &matched[1..] {
+        stats.merge(other.dir(dir));
+    }
+    Some(JobFigures {
+        job: job.to_string(),
+        dir,
+        clones: matched.len(),
+        stats,
+        runtime: matched.iter().map(|j| j.runtime).max().unwrap_or(0),
+    })
+}
+
+/// Every (job name, direction) with I/O in `report`, in job order, names pooled.
+pub fn all_figures(report: &RunReport) -> Vec<JobFigures> {
+    let mut names: Vec<&str> = Vec::new();
+    for job in &report.jobs {
+        if !names.contains(&job.name.as_str()) {
+            names.push(&job.name);
+        }
+    }
+    let mut out = Vec::new();
+    for name in names {
+        for dir in DataDir::ALL {
+            if let Some(figures) = job_figures(report, name, Some(dir)) {
+                if figures.stats.total_ios > 0 {
+                    out.push(figures);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A duration in ns as a short human figure (us, ms or s).
+pub fn duration(nanos: f64) -> String {
+    if nanos < 1e6 {
+        format!("{:.1}us", nanos / 1e3)
+    } else if nanos < 1e9 {
+        format!("{:.1}ms", nanos / 1e6)
+    } else {
+        format!("{:.2}s", nanos / 1e9)
+    }
+}
+
+/// A rate in bytes/s as a short human figure (KiB/s or MiB/s).
+pub fn rate(bytes_per_second: f64) -> String {
+    if bytes_per_second < 1024.0 * 1024.0 {
+        format!("{:.1}KiB/s", bytes_per_second / 1024.0)
+    } else {
+        format!("{:.1}MiB/s", bytes_per_second / (1024.0 * 1024.0))
+    }
+}
