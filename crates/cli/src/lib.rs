@@ -6,5 +6,6 @@
 pub mod bench;
 pub mod calibrate;
 pub mod catalog;
+pub mod report;
 pub mod run;
 pub mod study;
