@@ -45,12 +45,22 @@ pub fn parse_sweep(text: &str) -> Result<(String, Sweep)> {
     let Some((variable, values)) = text.split_once('=') else {
         bail!("--sweep expects VAR=V1,V2,..., got {text:?}");
     };
-    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
+    let values: Vec<String> = values
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect();
     if variable.trim().is_empty() || values.is_empty() {
         bail!("--sweep expects VAR=V1,V2,..., got {text:?}");
     }
     let variable = variable.trim().to_string();
-    Ok((variable.clone(), Sweep { name: variable.to_lowercase(), values }))
+    Ok((
+        variable.clone(),
+        Sweep {
+            name: variable.to_lowercase(),
+            values,
+        },
+    ))
 }
 
 /// Runs `iosched compare`.

@@ -144,7 +144,8 @@ impl Experiment {
 
     /// Number of runs in the matrix.
     pub fn cells(&self) -> usize {
-        self.definition.policies.len() * self.definition.sweep.as_ref().map_or(1, |s| s.values.len())
+        self.definition.policies.len()
+            * self.definition.sweep.as_ref().map_or(1, |s| s.values.len())
     }
 }
 
@@ -155,9 +156,13 @@ fn threshold_value(threshold: &Threshold) -> Result<f64> {
         Threshold::Number(number) => return Ok(*number),
         Threshold::Text(text) => text.trim(),
     };
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: f64 = number.parse().with_context(|| format!("threshold {text:?} is not a number"))?;
+    let number: f64 = number
+        .parse()
+        .with_context(|| format!("threshold {text:?} is not a number"))?;
     let scale = match unit.trim() {
         "" => 1.0,
         "ns" => 1.0,
@@ -167,7 +172,9 @@ fn threshold_value(threshold: &Threshold) -> Result<f64> {
         "KiB/s" => 1024.0,
         "MiB/s" => 1024.0 * 1024.0,
         "MB/s" => 1e6,
-        other => bail!("threshold {text:?}: unknown unit {other:?} (use ns, us, ms, s, KiB/s, MiB/s, MB/s)"),
+        other => bail!(
+            "threshold {text:?}: unknown unit {other:?} (use ns, us, ms, s, KiB/s, MiB/s, MB/s)"
+        ),
     };
     Ok(number * scale)
 }
@@ -175,27 +182,44 @@ fn threshold_value(threshold: &Threshold) -> Result<f64> {
 /// Loads the experiment in `folder`.
 pub fn load(folder: &Path) -> Result<Experiment> {
     let path = folder.join(DEFINITION_FILE);
-    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let definition: Definition = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let definition: Definition =
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     if definition.policies.is_empty() {
         bail!("{}: policies is empty", path.display());
     }
     for check in &definition.check {
         if check.at_least.is_none() && check.at_most.is_none() && !check.rising {
-            bail!("{}: check {:?} has no at_least, at_most or rising", path.display(), check.claim);
+            bail!(
+                "{}: check {:?} has no at_least, at_most or rising",
+                path.display(),
+                check.claim
+            );
         }
         for threshold in [&check.at_least, &check.at_most].into_iter().flatten() {
-            threshold_value(threshold).with_context(|| format!("{}: check {:?}", path.display(), check.claim))?;
+            threshold_value(threshold)
+                .with_context(|| format!("{}: check {:?}", path.display(), check.claim))?;
         }
     }
-    let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(Experiment { name, folder: folder.to_path_buf(), definition })
+    let name = folder
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(Experiment {
+        name,
+        folder: folder.to_path_buf(),
+        definition,
+    })
 }
 
 /// Every experiment under `root`, by name.
 pub fn discover(root: &Path) -> Result<Vec<Experiment>> {
     let entries = std::fs::read_dir(root).with_context(|| {
-        format!("no experiments folder at {} (run from the repository root or pass --dir)", root.display())
+        format!(
+            "no experiments folder at {} (run from the repository root or pass --dir)",
+            root.display()
+        )
     })?;
     let mut folders: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -217,7 +241,11 @@ fn format_metric(metric: &str, value: f64) -> String {
     }
 }
 
-fn cell<'a>(study: &'a Study, policy: &Option<String>, point: &Option<String>) -> Result<&'a StudyRun> {
+fn cell<'a>(
+    study: &'a Study,
+    policy: &Option<String>,
+    point: &Option<String>,
+) -> Result<&'a StudyRun> {
     let policy = match policy {
         Some(policy) => policy.as_str(),
         None if study.policies.len() == 1 => study.policies[0].as_str(),
@@ -227,16 +255,24 @@ fn cell<'a>(study: &'a Study, policy: &Option<String>, point: &Option<String>) -
         (Some(point), Some(_)) => Some(point.as_str()),
         (None, None) => None,
         (Some(point), None) => bail!("point = {point:?} but the experiment sweeps nothing"),
-        (None, Some(_)) => bail!("the experiment sweeps a variable: say at which point (point = \"...\")"),
+        (None, Some(_)) => {
+            bail!("the experiment sweeps a variable: say at which point (point = \"...\")")
+        }
     };
-    study
-        .run(policy, point)
-        .with_context(|| format!("no run for policy {policy}{}", point.map(|p| format!(" at {p}")).unwrap_or_default()))
+    study.run(policy, point).with_context(|| {
+        format!(
+            "no run for policy {policy}{}",
+            point.map(|p| format!(" at {p}")).unwrap_or_default()
+        )
+    })
 }
 
 fn measure(run: &StudyRun, job: &str, dir: Option<DataDir>, metric: &str) -> Result<f64> {
-    let figures = job_figures(&run.report, job, dir).with_context(|| format!("no job named {job:?}"))?;
-    figures.metric(metric).with_context(|| format!("unknown metric {metric:?}; known: {METRIC_NAMES}"))
+    let figures =
+        job_figures(&run.report, job, dir).with_context(|| format!("no job named {job:?}"))?;
+    figures
+        .metric(metric)
+        .with_context(|| format!("unknown metric {metric:?}; known: {METRIC_NAMES}"))
 }
 
 fn parse_dir(dir: &Option<String>) -> Result<Option<DataDir>> {
@@ -265,9 +301,18 @@ fn evaluate(check: &CheckDefinition, study: &Study) -> Result<Verdict> {
             let run = cell(study, &check.policy, &Some(point.clone()))?;
             values.push((point.clone(), measure(run, &check.job, dir, &check.metric)?));
         }
-        let rising = values.windows(2).all(|w| w[1].1 >= w[0].1 * (1.0 - check.tolerance));
-        let listed: Vec<String> = values.iter().map(|(p, v)| format!("{p}: {}", format_metric(&check.metric, *v))).collect();
-        return Ok(Verdict { claim: check.claim.clone(), figure: listed.join(", "), pass: rising });
+        let rising = values
+            .windows(2)
+            .all(|w| w[1].1 >= w[0].1 * (1.0 - check.tolerance));
+        let listed: Vec<String> = values
+            .iter()
+            .map(|(p, v)| format!("{p}: {}", format_metric(&check.metric, *v)))
+            .collect();
+        return Ok(Verdict {
+            claim: check.claim.clone(),
+            figure: listed.join(", "),
+            pass: rising,
+        });
     }
     let run = cell(study, &check.policy, &check.point)?;
     let value = measure(run, &check.job, dir, &check.metric)?;
@@ -280,7 +325,11 @@ fn evaluate(check: &CheckDefinition, study: &Study) -> Result<Verdict> {
             let metric = against.metric.as_deref().unwrap_or(&check.metric);
             let job = against.job.as_deref().unwrap_or(&check.job);
             let denominator = measure(other, job, dir, metric)?;
-            let ratio = if denominator == 0.0 { f64::INFINITY } else { value / denominator };
+            let ratio = if denominator == 0.0 {
+                f64::INFINITY
+            } else {
+                value / denominator
+            };
             (
                 ratio,
                 format!(
@@ -291,15 +340,31 @@ fn evaluate(check: &CheckDefinition, study: &Study) -> Result<Verdict> {
             )
         }
     };
-    let pass = bounds.iter().all(|&(op, bound)| if op == ">=" { value >= bound } else { value <= bound });
-    Ok(Verdict { claim: check.claim.clone(), figure, pass })
+    let pass = bounds.iter().all(|&(op, bound)| {
+        if op == ">=" {
+            value >= bound
+        } else {
+            value <= bound
+        }
+    });
+    Ok(Verdict {
+        claim: check.claim.clone(),
+        figure,
+        pass,
+    })
 }
 
 /// Runs `experiment` (its quick variant if `quick`) and checks its claims.
-pub fn run_experiment(experiment: &Experiment, quick: bool, progress: bool, seed: Option<u64>) -> Result<Study> {
+pub fn run_experiment(
+    experiment: &Experiment,
+    quick: bool,
+    progress: bool,
+    seed: Option<u64>,
+) -> Result<Study> {
     let definition = &experiment.definition;
     let job_path = experiment.folder.join(&definition.job);
-    let job_text = std::fs::read_to_string(&job_path).with_context(|| format!("cannot read {}", job_path.display()))?;
+    let job_text = std::fs::read_to_string(&job_path)
+        .with_context(|| format!("cannot read {}", job_path.display()))?;
     let mut env = definition.env.clone();
     if quick {
         if let Some(variant) = &definition.quick {
@@ -307,10 +372,15 @@ pub fn run_experiment(experiment: &Experiment, quick: bool, progress: bool, seed
         }
     }
     let seed = seed.unwrap_or(definition.seed);
-    let sweep = definition
-        .sweep
-        .as_ref()
-        .map(|s| (s.variable.clone(), Sweep { name: s.name.clone(), values: s.values.clone() }));
+    let sweep = definition.sweep.as_ref().map(|s| {
+        (
+            s.variable.clone(),
+            Sweep {
+                name: s.name.clone(),
+                values: s.values.clone(),
+            },
+        )
+    });
     let matrix = Matrix {
         job_text,
         job_origin: job_path.display().to_string(),
@@ -320,20 +390,41 @@ pub fn run_experiment(experiment: &Experiment, quick: bool, progress: bool, seed
         sweep: sweep.clone(),
         config: SimConfig {
             seed,
-            policy_settings: definition.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            policy_settings: definition
+                .settings
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             device: definition.device.clone(),
-            device_settings: definition.device_settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            device_settings: definition
+                .device_settings
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             ..SimConfig::default()
         },
     };
-    let runs = matrix::execute(&matrix, progress).with_context(|| format!("experiment {}", experiment.name))?;
-    let mut settings: Vec<(String, String)> =
-        definition.device_settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    settings.extend(definition.settings.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let runs = matrix::execute(&matrix, progress)
+        .with_context(|| format!("experiment {}", experiment.name))?;
+    let mut settings: Vec<(String, String)> = definition
+        .device_settings
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    settings.extend(
+        definition
+            .settings
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
     settings.extend(env.iter().map(|(k, v)| (format!("${{{k}}}"), v.clone())));
     let mut study = Study {
         title: format!("{}: {}", experiment.name, definition.title),
-        summary: format!("{}\n\nSource: {}", definition.claim.trim(), definition.source),
+        summary: format!(
+            "{}\n\nSource: {}",
+            definition.claim.trim(),
+            definition.source
+        ),
         seed,
         device: definition.device.clone(),
         settings,
@@ -343,8 +434,13 @@ pub fn run_experiment(experiment: &Experiment, quick: bool, progress: bool, seed
         verdicts: Vec::new(),
     };
     for check in &definition.check {
-        let verdict = evaluate(check, &study)
-            .with_context(|| format!("{}: check {:?}", experiment.folder.join(DEFINITION_FILE).display(), check.claim))?;
+        let verdict = evaluate(check, &study).with_context(|| {
+            format!(
+                "{}: check {:?}",
+                experiment.folder.join(DEFINITION_FILE).display(),
+                check.claim
+            )
+        })?;
         study.verdicts.push(verdict);
     }
     Ok(study)
@@ -486,21 +582,40 @@ fn run_one(experiment: &Experiment, args: &RunExperimentArgs) -> Result<Study> {
     );
     println!("{}", experiment.definition.claim.trim());
     println!("Source: {}\n", experiment.source());
-    let study = run_experiment(experiment, args.quick, std::io::stderr().is_terminal(), args.seed)?;
+    let study = run_experiment(
+        experiment,
+        args.quick,
+        std::io::stderr().is_terminal(),
+        args.seed,
+    )?;
     print!("{}", table::side_by_side(&study));
     println!();
     for verdict in &study.verdicts {
-        println!("  {} {}: {}", if verdict.pass { "PASS" } else { "FAIL" }, verdict.claim, verdict.figure);
+        println!(
+            "  {} {}: {}",
+            if verdict.pass { "PASS" } else { "FAIL" },
+            verdict.claim,
+            verdict.figure
+        );
     }
-    println!("{}: {}\n", experiment.name, if study.passed() { "PASS" } else { "FAIL" });
+    println!(
+        "{}: {}\n",
+        experiment.name,
+        if study.passed() { "PASS" } else { "FAIL" }
+    );
     let suffix = if args.quick { ".quick" } else { "" };
-    std::fs::create_dir_all(&args.results).with_context(|| format!("cannot create {}", args.results.display()))?;
-    let results = args.results.join(format!("{}{suffix}.json", experiment.name));
-    let json = serde_json::to_string_pretty(&results_json(experiment, &study, args.quick)).expect("JSON values serialize");
+    std::fs::create_dir_all(&args.results)
+        .with_context(|| format!("cannot create {}", args.results.display()))?;
+    let results = args
+        .results
+        .join(format!("{}{suffix}.json", experiment.name));
+    let json = serde_json::to_string_pretty(&results_json(experiment, &study, args.quick))
+        .expect("JSON values serialize");
     write_atomically(&results, &(json + "\n"))?;
     if let Some(report) = &args.report {
         let path = if args.all {
-            std::fs::create_dir_all(report).with_context(|| format!("cannot create {}", report.display()))?;
+            std::fs::create_dir_all(report)
+                .with_context(|| format!("cannot create {}", report.display()))?;
             report.join(format!("{}{suffix}.html", experiment.name))
         } else {
             report.clone()

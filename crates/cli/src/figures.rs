@@ -56,7 +56,9 @@ impl JobFigures {
             "stddev" => Some(latency.stddev()),
             percentile => {
                 let percent: f64 = percentile.strip_prefix('p')?.parse().ok()?;
-                (0.0..=100.0).contains(&percent).then(|| latency.percentile(percent) as f64)
+                (0.0..=100.0)
+                    .contains(&percent)
+                    .then(|| latency.percentile(percent) as f64)
             }
         }
     }
@@ -81,7 +83,12 @@ pub fn job_figures(report: &RunReport, job: &str, dir: Option<DataDir>) -> Optio
     let dir = dir.unwrap_or_else(|| {
         DataDir::ALL
             .into_iter()
-            .max_by_key(|&d| (matched.iter().map(|j| j.dir(d).total_ios).sum::<u64>(), std::cmp::Reverse(d)))
+            .max_by_key(|&d| {
+                (
+                    matched.iter().map(|j| j.dir(d).total_ios).sum::<u64>(),
+                    std::cmp::Reverse(d),
+                )
+            })
             .expect("three directions")
     });
     let mut stats = first.dir(dir).clone();

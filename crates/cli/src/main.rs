@@ -1,8 +1,8 @@
 //! `iosched`: run fio jobs under any scheduling policy on a simulated (or, later, real) device.
 
 use anyhow::Result;
-use iosched::{bench, calibrate, catalog, compare, experiment, run};
 use clap::{Parser, Subcommand};
+use iosched::{bench, calibrate, catalog, compare, experiment, run};
 use std::process::ExitCode;
 
 /// I/O scheduling with quality of service: fio jobs in, fio-compatible results out.

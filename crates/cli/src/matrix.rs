@@ -45,7 +45,9 @@ fn settings_for(policy: &str, settings: &[(String, String)]) -> Vec<(String, Str
     let mut out = Vec::new();
     for (name, value) in settings {
         match name.split_once('.') {
-            Some((only, tunable)) if only == policy => out.push((tunable.to_string(), value.clone())),
+            Some((only, tunable)) if only == policy => {
+                out.push((tunable.to_string(), value.clone()))
+            }
             Some(_) => {}
             None => out.push((name.clone(), value.clone())),
         }
@@ -72,24 +74,48 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
                     return Some(value.clone());
                 }
             }
-            matrix.env.get(name).cloned().or_else(|| std::env::var(name).ok())
+            matrix
+                .env
+                .get(name)
+                .cloned()
+                .or_else(|| std::env::var(name).ok())
         };
-        let file = parse::parse_str(&matrix.job_text, &matrix.job_origin, &matrix.base_dir, &lookup)
-            .map_err(anyhow::Error::msg)?;
+        let file = parse::parse_str(
+            &matrix.job_text,
+            &matrix.job_origin,
+            &matrix.base_dir,
+            &lookup,
+        )
+        .map_err(anyhow::Error::msg)?;
         files.push(file);
     }
     let cells: Vec<Cell> = points
         .iter()
-        .flat_map(|point| matrix.policies.iter().map(move |policy| Cell { policy: policy.clone(), point: point.clone() }))
+        .flat_map(|point| {
+            matrix.policies.iter().map(move |policy| Cell {
+                policy: policy.clone(),
+                point: point.clone(),
+            })
+        })
         .collect();
-    let bar = if progress { ProgressBar::new(cells.len() as u64) } else { ProgressBar::hidden() };
+    let bar = if progress {
+        ProgressBar::new(cells.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}")
-            .expect("static template"),
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}",
+        )
+        .expect("static template"),
     );
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<StudyRun>>>> = Mutex::new((0..cells.len()).map(|_| None).collect());
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(cells.len()).max(1);
+    let results: Mutex<Vec<Option<Result<StudyRun>>>> =
+        Mutex::new((0..cells.len()).map(|_| None).collect());
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(cells.len())
+        .max(1);
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| loop {
@@ -107,8 +133,19 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
                         Some(point) => format!("policy {} at {point}", cell.policy),
                         None => format!("policy {}", cell.policy),
                     })
-                    .map(|report| StudyRun { policy: cell.policy.clone(), point: cell.point.clone(), report });
-                bar.set_message(format!("{}{}", cell.policy, cell.point.as_ref().map(|p| format!(" @ {p}")).unwrap_or_default()));
+                    .map(|report| StudyRun {
+                        policy: cell.policy.clone(),
+                        point: cell.point.clone(),
+                        report,
+                    });
+                bar.set_message(format!(
+                    "{}{}",
+                    cell.policy,
+                    cell.point
+                        .as_ref()
+                        .map(|p| format!(" @ {p}"))
+                        .unwrap_or_default()
+                ));
                 bar.inc(1);
                 results.lock().expect("no thread panics holding the lock")[index] = Some(outcome);
             });

@@ -61,7 +61,9 @@ pub struct Study {
 impl Study {
     /// The run of `policy` at `point`.
     pub fn run(&self, policy: &str, point: Option<&str>) -> Option<&StudyRun> {
-        self.runs.iter().find(|r| r.policy == policy && r.point.as_deref() == point)
+        self.runs
+            .iter()
+            .find(|r| r.policy == policy && r.point.as_deref() == point)
     }
 
     /// Whether every claim holds (true when there are none).

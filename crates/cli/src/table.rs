@@ -21,7 +21,13 @@ pub fn side_by_side(study: &Study) -> String {
         (Some(point), Some(sweep)) => format!("{policy} {}={point}", sweep.name),
         _ => policy.to_string(),
     };
-    let width = study.runs.iter().map(|r| label(&r.policy, r.point.as_deref()).len()).max().unwrap_or(8).max(8);
+    let width = study
+        .runs
+        .iter()
+        .map(|r| label(&r.policy, r.point.as_deref()).len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
     let header = format!(
         "  {:<width$} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}",
         "", "IOPS", "bandwidth", "mean", "p99", "p99.99", "max"
@@ -30,7 +36,9 @@ pub fn side_by_side(study: &Study) -> String {
         writeln!(out, "{job} ({})", dir.name()).unwrap();
         writeln!(out, "{header}").unwrap();
         for run in &study.runs {
-            let Some(f) = crate::figures::job_figures(&run.report, job, Some(*dir)) else { continue };
+            let Some(f) = crate::figures::job_figures(&run.report, job, Some(*dir)) else {
+                continue;
+            };
             let clat = &f.stats.clat;
             writeln!(
                 out,
@@ -48,11 +56,21 @@ pub fn side_by_side(study: &Study) -> String {
         out.push('\n');
     }
     writeln!(out, "totals").unwrap();
-    writeln!(out, "  {:<width$} {:>10} {:>12} {:>10} {:>12} {:>8}", "", "read IOPS", "read bw", "write IOPS", "write bw", "util").unwrap();
+    writeln!(
+        out,
+        "  {:<width$} {:>10} {:>12} {:>10} {:>12} {:>8}",
+        "", "read IOPS", "read bw", "write IOPS", "write bw", "util"
+    )
+    .unwrap();
     for run in &study.runs {
         let figures = all_figures(&run.report);
         let total = |dir: iosched_fio::DataDir| {
-            figures.iter().filter(|f| f.dir == dir).fold((0.0, 0.0), |(iops, bw), f| (iops + f.iops(), bw + f.bandwidth()))
+            figures
+                .iter()
+                .filter(|f| f.dir == dir)
+                .fold((0.0, 0.0), |(iops, bw), f| {
+                    (iops + f.iops(), bw + f.bandwidth())
+                })
         };
         let (read_iops, read_bw) = total(iosched_fio::DataDir::Read);
         let (write_iops, write_bw) = total(iosched_fio::DataDir::Write);

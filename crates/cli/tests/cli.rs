@@ -255,14 +255,40 @@ fn fio_logs_are_written() {
 fn compare_prints_policies_side_by_side() {
     let dir = scratch("compare");
     let path = write(&dir, "job.fio", SMALL_JOB);
-    let output = iosched(&["compare", &path, "--policy", "deadline", "--policy", "noop", "--sweep", "DEPTH=1,2"]);
+    let output = iosched(&[
+        "compare",
+        &path,
+        "--policy",
+        "deadline",
+        "--policy",
+        "noop",
+        "--sweep",
+        "DEPTH=1,2",
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stderr(&output).starts_with("iosched: seed 1"));
     let text = String::from_utf8_lossy(&output.stdout);
-    for row in ["deadline depth=1", "noop depth=1", "deadline depth=2", "noop depth=2"] {
-        assert_eq!(text.matches(row).count(), 3, "{row} in r, w and totals:\n{text}");
+    for row in [
+        "deadline depth=1",
+        "noop depth=1",
+        "deadline depth=2",
+        "noop depth=2",
+    ] {
+        assert_eq!(
+            text.matches(row).count(),
+            3,
+            "{row} in r, w and totals:\n{text}"
+        );
     }
-    for column in ["IOPS", "bandwidth", "mean", "p99", "p99.99", "max", "totals"] {
+    for column in [
+        "IOPS",
+        "bandwidth",
+        "mean",
+        "p99",
+        "p99.99",
+        "max",
+        "totals",
+    ] {
         assert!(text.contains(column), "{column}:\n{text}");
     }
     let unknown = iosched(&["compare", &path, "--policy", "deadline", "--policy", "nope"]);

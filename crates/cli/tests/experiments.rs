@@ -23,12 +23,23 @@ fn every_quick_experiment_passes() {
     let mut failures = Vec::new();
     for experiment in &experiments {
         let study = run_experiment(experiment, true, false, None).expect("runs");
-        assert!(!study.verdicts.is_empty(), "{} checks nothing", experiment.name);
+        assert!(
+            !study.verdicts.is_empty(),
+            "{} checks nothing",
+            experiment.name
+        );
         for verdict in study.verdicts.iter().filter(|v| !v.pass) {
-            failures.push(format!("{}: {}: {}", experiment.name, verdict.claim, verdict.figure));
+            failures.push(format!(
+                "{}: {}: {}",
+                experiment.name, verdict.claim, verdict.figure
+            ));
         }
     }
-    assert!(failures.is_empty(), "claims not met:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "claims not met:\n{}",
+        failures.join("\n")
+    );
 }
 
 fn write_experiment(dir: &Path, checks: &str) {
@@ -57,12 +68,23 @@ fn a_failed_claim_exits_non_zero() {
     write_experiment(&dir, "[[check]]\nclaim = \"a disk does a million random reads a second\"\nmetric = \"iops\"\njob = \"reader\"\nat_least = 1000000\n");
     let results = root.join("results");
     let output = Command::new(env!("CARGO_BIN_EXE_iosched"))
-        .args(["experiment", "run", "impossible", "--dir", root.to_str().unwrap(), "--results", results.to_str().unwrap()])
+        .args([
+            "experiment",
+            "run",
+            "impossible",
+            "--dir",
+            root.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!output.status.success(), "{stdout}");
-    assert!(stdout.contains("FAIL a disk does a million random reads a second"), "{stdout}");
+    assert!(
+        stdout.contains("FAIL a disk does a million random reads a second"),
+        "{stdout}"
+    );
     let json: String = std::fs::read_to_string(results.join("impossible.json")).unwrap();
     assert!(json.contains("\"pass\": false"), "{json}");
 }
@@ -73,10 +95,19 @@ fn bad_definitions_are_named() {
     let root = scratch("bad");
     let dir = root.join("typo");
     std::fs::create_dir_all(&dir).unwrap();
-    write_experiment(&dir, "[[check]]\nclaim = \"x\"\nmetric = \"iopz\"\njob = \"reader\"\nat_least = 1\n");
+    write_experiment(
+        &dir,
+        "[[check]]\nclaim = \"x\"\nmetric = \"iopz\"\njob = \"reader\"\nat_least = 1\n",
+    );
     let experiment = load(&dir).unwrap();
-    let error = format!("{:#}", run_experiment(&experiment, true, false, None).unwrap_err());
-    assert!(error.contains("iopz") && error.contains("experiment.toml"), "{error}");
+    let error = format!(
+        "{:#}",
+        run_experiment(&experiment, true, false, None).unwrap_err()
+    );
+    assert!(
+        error.contains("iopz") && error.contains("experiment.toml"),
+        "{error}"
+    );
     write_experiment(&dir, "[[check]]\nclaim = \"x\"\nmetric = \"clat_max\"\njob = \"reader\"\nat_most = \"3 fortnights\"\n");
     let error = format!("{:#}", load(&dir).unwrap_err());
     assert!(error.contains("fortnights"), "{error}");

@@ -1,0 +1,208 @@
+//! The study as one self-contained HTML page: verdicts, a table of figures, and charts drawn
+//! side by side as the papers draw them (latency CDFs, bandwidth and IOPS bars, lines over the
+//! swept parameter, bandwidth over time), with every parameter the runs used.
+//!
+//! The page needs nothing but a browser: charts are inline SVG drawn by plotters, styles and
+//! the small self-check script are inline, no fonts or network are used. It is a pure function
+//! of the [`Study`]: no clock is read and nothing is iterated in hash order, so the same study
+//! gives the same bytes.
+//!
+//! How it is built:
+//! 1. [`Model`] reads every run once: fio's reported entries (jobs of a group merged when the
+//!    job file sets `group_reporting`, by [`reported_jobs`]), and for each job and direction
+//!    with I/O the figures the page shows.
+//! 2. [`charts`] decides which charts to draw from the model; [`plot`] draws them.
+//! 3. [`table`] writes the table of figures and the parameters; [`page`] puts it all together.
+//!
+//! ```
+//! use iosched::report;
+//! use iosched::study::Study;
+//!
+//! let study = Study {
+//!     title: "Nothing run yet".into(),
+//!     summary: "An empty study still renders.".into(),
+//!     seed: 1,
+//!     device: "hdd".into(),
+//!     settings: vec![],
+//!     policies: vec!["noop".into()],
+//!     sweep: None,
+//!     runs: vec![],
+//!     verdicts: vec![],
+//! };
+//! let html = report::html(&study);
+//! assert!(html.starts_with("<!DOCTYPE html>"));
+//! assert!(html.contains("Nothing run yet"));
+//! ```
+
+pub mod charts;
+pub mod page;
+pub mod plot;
+pub mod table;
+pub mod units;
+
+use crate::study::Study;
+use iosched_core::Nanos;
+use iosched_fio::output::group::{per_second, reported_jobs, ReportedJob};
+use iosched_fio::{DataDir, Latency};
+use std::collections::BTreeMap;
+
+/// The study as one HTML page.
+pub fn html(study: &Study) -> String {
+    page::render(&Model::new(study))
+}
+
+/// One job and direction, as it is followed across runs: the job's name (with `#2`, `#3`...
+/// when several reported entries of a run share it) and the direction.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Key {
+    /// The job's name, made unique within a run.
+    pub job: String,
+    /// The data direction.
+    pub dir: DataDir,
+}
+
+impl Key {
+    /// `reader (read)`.
+    pub fn label(&self) -> String {
+        format!("{} ({})", self.job, self.dir.name())
+    }
+}
+
+/// What one run measured for one job and direction.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    /// Jobs merged into the reported entry (more than one under `group_reporting`).
+    pub members: u32,
+    /// I/Os completed.
+    pub ios: u64,
+    /// I/Os per second over the direction's runtime, as fio's `IOPS=`.
+    pub iops: f64,
+    /// Bytes per second over the direction's runtime, as fio's `BW=`.
+    pub bandwidth: f64,
+    /// Completion latency distribution.
+    pub clat: Latency,
+    /// Bytes per second in each complete window of the time series.
+    pub bandwidth_windows: Vec<f64>,
+    /// The time series' window.
+    pub window: Nanos,
+}
+
+impl Cell {
+    fn new(entry: &ReportedJob, dir: DataDir) -> Cell {
+        let stats = entry.result.dir(dir);
+        let runtime_ms = entry.runtime_ms[dir as usize];
+        Cell {
+            members: entry.members,
+            ios: stats.total_ios,
+            iops: per_second(stats.total_ios, runtime_ms) as f64,
+            bandwidth: per_second(stats.io_bytes, runtime_ms) as f64,
+            clat: stats.clat.clone(),
+            bandwidth_windows: stats.series.bandwidth_samples(entry.result.runtime),
+            window: stats.series.interval,
+        }
+    }
+}
+
+/// Everything the page draws, read once from the study.
+pub struct Model<'a> {
+    /// The study.
+    pub study: &'a Study,
+    /// Policies in the study's order, then any run's policy it did not list.
+    pub policies: Vec<String>,
+    /// Sweep points in order (`[None]` without a sweep), then any run's point not listed.
+    pub points: Vec<Option<String>>,
+    /// Jobs and directions with I/O, in order of first appearance.
+    pub keys: Vec<Key>,
+    /// Figures by (point index, policy index, key index).
+    cells: BTreeMap<(usize, usize, usize), Cell>,
+}
+
+impl<'a> Model<'a> {
+    /// Reads every run of `study`.
+    pub fn new(study: &'a Study) -> Model<'a> {
+        let mut policies: Vec<String> = study.policies.clone();
+        let mut points: Vec<Option<String>> = match &study.sweep {
+            Some(sweep) => sweep.values.iter().cloned().map(Some).collect(),
+            None => vec![None],
+        };
+        for run in &study.runs {
+            if !policies.contains(&run.policy) {
+                policies.push(run.policy.clone());
+            }
+            if !points.contains(&run.point) {
+                points.push(run.point.clone());
+            }
+        }
+        let mut keys: Vec<Key> = Vec::new();
+        let mut cells = BTreeMap::new();
+        for (point_index, point) in points.iter().enumerate() {
+            for (policy_index, policy) in policies.iter().enumerate() {
+                let Some(run) = study.run(policy, point.as_deref()) else {
+                    continue;
+                };
+                let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+                let entries = reported_jobs(&run.report);
+                for entry in &entries {
+                    let count = seen.entry(entry.result.name.as_str()).or_insert(0);
+                    *count += 1;
+                    let job = if *count == 1 {
+                        entry.result.name.clone()
+                    } else {
+                        format!("{} #{count}", entry.result.name)
+                    };
+                    for dir in DataDir::ALL {
+                        if entry.result.dir(dir).total_ios == 0 {
+                            continue;
+                        }
+                        let key = Key {
+                            job: job.clone(),
+                            dir,
+                        };
+                        let key_index = match keys.iter().position(|k| *k == key) {
+                            Some(index) => index,
+                            None => {
+                                keys.push(key);
+                                keys.len() - 1
+                            }
+                        };
+                        cells.insert(
+                            (point_index, policy_index, key_index),
+                            Cell::new(entry, dir),
+                        );
+                    }
+                }
+            }
+        }
+        Model {
+            study,
+            policies,
+            points,
+            keys,
+            cells,
+        }
+    }
+
+    /// What the run of policy `policy` at point `point` measured for key `key`, by index.
+    pub fn cell(&self, point: usize, policy: usize, key: usize) -> Option<&Cell> {
+        self.cells.get(&(point, policy, key))
+    }
+
+    /// The swept parameter's name, if the study sweeps one.
+    pub fn sweep_name(&self) -> Option<&str> {
+        self.study.sweep.as_ref().map(|s| s.name.as_str())
+    }
+
+    /// `iodepth=16` for a sweep point; empty without a sweep.
+    pub fn point_label(&self, point: usize) -> String {
+        match (&self.points[point], self.sweep_name()) {
+            (Some(value), Some(name)) => format!("{name}={value}"),
+            (Some(value), None) => value.clone(),
+            (None, _) => String::new(),
+        }
+    }
+
+    /// Whether any run measured anything.
+    pub fn has_data(&self) -> bool {
+        !self.cells.is_empty()
+    }
+}
