@@ -103,6 +103,10 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
     } else {
         ProgressBar::hidden()
     };
+    if progress {
+        // Keeps the clock moving while a long cell runs.
+        bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    }
     bar.set_style(
         ProgressStyle::with_template(
             "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}",
@@ -122,6 +126,14 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 let Some(cell) = cells.get(index) else { break };
                 let file = &files[index / matrix.policies.len()];
+                bar.set_message(format!(
+                    "running {}{}",
+                    cell.policy,
+                    cell.point
+                        .as_ref()
+                        .map(|p| format!(" @ {p}"))
+                        .unwrap_or_default()
+                ));
                 let config = SimConfig {
                     policy: cell.policy.clone(),
                     policy_settings: settings_for(&cell.policy, &matrix.config.policy_settings),
@@ -138,14 +150,6 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
                         point: cell.point.clone(),
                         report,
                     });
-                bar.set_message(format!(
-                    "{}{}",
-                    cell.policy,
-                    cell.point
-                        .as_ref()
-                        .map(|p| format!(" @ {p}"))
-                        .unwrap_or_default()
-                ));
                 bar.inc(1);
                 results.lock().expect("no thread panics holding the lock")[index] = Some(outcome);
             });
