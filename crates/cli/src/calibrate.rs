@@ -9,7 +9,7 @@
 //! cache makes random writes clearly faster. An NVMe SSD reads 4 KiB in 70-130 us at depth 1
 //! and scales with depth up to its parallelism.
 
-use crate::run::SimArgs;
+use crate::run::SetupArgs;
 use anyhow::Result;
 use clap::Args;
 use iosched_fio::{parse, DataDir, RunReport};
@@ -143,8 +143,7 @@ fn parameter(report: &RunReport, name: &str) -> Option<f64> {
 
 /// Runs `iosched calibrate`.
 pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
-    let base = SimArgs {
-        policy: Some(args.policy.clone()),
+    let base = SetupArgs {
         settings: Vec::new(),
         device: String::new(),
         device_settings: Vec::new(),
@@ -174,7 +173,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
                 .iter()
                 .map(|(n, v)| (n.to_string(), v.to_string()))
                 .collect(),
-            ..base.config()
+            ..base.config(&args.policy)
         };
         let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
         let f = figures(report);

@@ -1,12 +1,11 @@
 //! `iosched compare`: the same jobs under several policies, side by side.
 
 use crate::matrix::{self, Matrix};
-use crate::run::{parse_setting, write_atomically};
+use crate::run::{write_atomically, SetupArgs};
 use crate::study::{Study, Sweep};
 use crate::table;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use iosched_sim::SimConfig;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -23,18 +22,8 @@ pub struct CompareArgs {
     /// Sweep a variable the job file reads as ${VAR}: --sweep IODEPTH=1,2,4,8
     #[arg(long, value_name = "VAR=V1,V2,...")]
     pub sweep: Option<String>,
-    /// Set a tunable for every policy (NAME=VALUE) or one policy (POLICY.NAME=VALUE).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
-    pub settings: Vec<(String, String)>,
-    /// Device model.
-    #[arg(long, default_value = "hdd")]
-    pub device: String,
-    /// Set a device parameter (repeatable).
-    #[arg(long = "device-set", value_name = "NAME=VALUE", value_parser = parse_setting)]
-    pub device_settings: Vec<(String, String)>,
-    /// Seed for every run.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub setup: SetupArgs,
     /// Write the HTML report (one self-contained file) here.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -76,34 +65,28 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
         env: BTreeMap::new(),
         policies: args.policies.clone(),
         sweep: sweep.clone(),
-        config: SimConfig {
-            seed: args.seed,
-            policy_settings: args.settings.clone(),
-            device: args.device.clone(),
-            device_settings: args.device_settings.clone(),
-            ..SimConfig::default()
-        },
+        config: args.setup.config(""),
     };
     eprintln!(
         "iosched: seed {} (replay with --seed {}), policies {}, device {}",
-        args.seed,
-        args.seed,
+        args.setup.seed,
+        args.setup.seed,
         args.policies.join(", "),
-        args.device
+        args.setup.device
     );
     let runs = matrix::execute(&matrix, std::io::stderr().is_terminal())?;
-    let mut settings = args.device_settings.clone();
-    settings.extend(args.settings.iter().cloned());
+    let mut settings = args.setup.device_settings.clone();
+    settings.extend(args.setup.settings.iter().cloned());
     let study = Study {
         title: format!("{} under {}", args.jobfile.display(), args.policies.join(" vs ")),
         summary: format!(
             "The jobs of {} run under each policy with the same seed ({}) on the same simulated {} device.",
             args.jobfile.display(),
-            args.seed,
-            args.device
+            args.setup.seed,
+            args.setup.device
         ),
-        seed: args.seed,
-        device: args.device.clone(),
+        seed: args.setup.seed,
+        device: args.setup.device.clone(),
         settings,
         policies: args.policies.clone(),
         sweep: sweep.map(|(_, sweep)| sweep),

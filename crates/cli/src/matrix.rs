@@ -30,29 +30,14 @@ pub struct Matrix {
     pub policies: Vec<String>,
     /// The swept variable, as the job file names it, and the sweep as reported.
     pub sweep: Option<(String, Sweep)>,
-    /// Seed, device and settings; `policy` is replaced per cell. Settings named
-    /// `POLICY.NAME` apply to that policy only.
+    /// Seed, device and settings; `policy` is replaced per cell (settings named `POLICY.NAME`
+    /// apply to that policy only).
     pub config: SimConfig,
 }
 
 struct Cell {
     policy: String,
     point: Option<String>,
-}
-
-/// The settings for `policy`: unprefixed ones, and `policy.NAME` ones without the prefix.
-fn settings_for(policy: &str, settings: &[(String, String)]) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for (name, value) in settings {
-        match name.split_once('.') {
-            Some((only, tunable)) if only == policy => {
-                out.push((tunable.to_string(), value.clone()))
-            }
-            Some(_) => {}
-            None => out.push((name.clone(), value.clone())),
-        }
-    }
-    out
 }
 
 /// Runs every cell: for each sweep point (or once), for each policy. `progress` shows a bar on
@@ -136,7 +121,6 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
                 ));
                 let config = SimConfig {
                     policy: cell.policy.clone(),
-                    policy_settings: settings_for(&cell.policy, &matrix.config.policy_settings),
                     ..matrix.config.clone()
                 };
                 let outcome = iosched_sim::run(&config, file)

@@ -8,14 +8,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Options shared by every command that simulates.
+/// The simulated setup every simulating command takes: tunables, device and seed.
 #[derive(Args, Clone, Debug)]
-pub struct SimArgs {
-    /// Scheduling policy (see `iosched policies`). Default: the job file's `ioscheduler=`, or
-    /// deadline.
-    #[arg(long)]
-    pub policy: Option<String>,
-    /// Set a queue or policy tunable, as in sysfs (repeatable): --set read_expire=250
+pub struct SetupArgs {
+    /// Set a queue or policy tunable, as in sysfs (repeatable): --set read_expire=250. With
+    /// several policies, POLICY.NAME=VALUE sets it for one of them.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
     pub settings: Vec<(String, String)>,
     /// Device model (see `iosched devices`).
@@ -29,20 +26,36 @@ pub struct SimArgs {
     pub seed: u64,
 }
 
-impl SimArgs {
-    /// The simulator configuration these options describe.
-    pub fn config(&self) -> SimConfig {
+impl SetupArgs {
+    /// The simulator configuration for `policy` on this setup.
+    pub fn config(&self, policy: &str) -> SimConfig {
         SimConfig {
             seed: self.seed,
-            policy: self
-                .policy
-                .clone()
-                .unwrap_or_else(|| DEFAULT_POLICY.to_string()),
+            policy: policy.to_string(),
             policy_settings: self.settings.clone(),
             device: self.device.clone(),
             device_settings: self.device_settings.clone(),
             ..SimConfig::default()
         }
+    }
+}
+
+/// Options of the commands that simulate under one policy.
+#[derive(Args, Clone, Debug)]
+pub struct SimArgs {
+    /// Scheduling policy (see `iosched policies`). Default: the job file's `ioscheduler=`, or
+    /// deadline.
+    #[arg(long)]
+    pub policy: Option<String>,
+    #[command(flatten)]
+    pub setup: SetupArgs,
+}
+
+impl SimArgs {
+    /// The simulator configuration these options describe.
+    pub fn config(&self) -> SimConfig {
+        self.setup
+            .config(self.policy.as_deref().unwrap_or(DEFAULT_POLICY))
     }
 }
 

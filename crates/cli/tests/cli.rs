@@ -294,3 +294,37 @@ fn compare_prints_policies_side_by_side() {
     let unknown = iosched(&["compare", &path, "--policy", "deadline", "--policy", "nope"]);
     assert!(!unknown.status.success() && stderr(&unknown).contains("nope"));
 }
+
+// Proves POLICY.NAME settings reach only that policy, in run and in compare.
+#[test]
+fn policy_scoped_settings() {
+    let dir = scratch("scoped");
+    let path = write(&dir, "job.fio", SMALL_JOB);
+    let scoped = iosched(&[
+        "run",
+        &path,
+        "--set",
+        "deadline.read_expire=100",
+        "--set",
+        "noop.nomerges=1",
+    ]);
+    assert!(scoped.status.success(), "{}", stderr(&scoped));
+    assert!(String::from_utf8_lossy(&scoped.stdout).contains("read_expire=100ms"));
+    let wrong = iosched(&["run", &path, "--set", "cfq.slice_idle=0"]);
+    assert!(
+        !wrong.status.success() && stderr(&wrong).contains("cfq"),
+        "{}",
+        stderr(&wrong)
+    );
+    let both = iosched(&[
+        "compare",
+        &path,
+        "--policy",
+        "deadline",
+        "--policy",
+        "noop",
+        "--set",
+        "deadline.fifo_batch=4",
+    ]);
+    assert!(both.status.success(), "{}", stderr(&both));
+}

@@ -13,16 +13,73 @@ pub const LATENCY_NS_MAX: u64 = 3_600 * 1_000_000_000;
 /// own log-linear histogram (about 1.5%).
 pub const LATENCY_SIGNIFICANT_DIGITS: u8 = 3;
 
-/// A latency distribution: exact count, min, max, mean and standard deviation (Welford), and an
-/// HDR histogram for percentiles. The histogram is allocated on the first sample.
+/// Count, min, max, mean and sum of squared deviations of a stream of samples, kept as fio
+/// keeps them (Welford's running update), so that mean and deviation need no second pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Moments {
+    /// Number of samples.
+    pub count: u64,
+    /// Smallest sample (0 without samples).
+    pub min: u64,
+    /// Largest sample (0 without samples).
+    pub max: u64,
+    /// Mean of the samples.
+    pub mean: f64,
+    /// Sum of squared deviations from the mean.
+    pub m2: f64,
+}
+
+impl Moments {
+    /// Adds one sample.
+    pub fn record(&mut self, value: u64) {
+        if self.count == 0 {
+            self.min = value;
+            self.max = value;
+        } else {
+            self.min = self.min.min(value);
+            self.max = self.max.max(value);
+        }
+        self.count += 1;
+        let delta = value as f64 - self.mean;
+        self.mean += delta / self.count as f64;
+        self.m2 += delta * (value as f64 - self.mean);
+    }
+
+    /// Pools `other`'s samples with these (Chan's parallel update).
+    pub fn merge(&mut self, other: &Moments) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = *other;
+            return;
+        }
+        let total = self.count + other.count;
+        let delta = other.mean - self.mean;
+        self.m2 +=
+            other.m2 + delta * delta * (self.count as f64 * other.count as f64) / total as f64;
+        self.mean += delta * other.count as f64 / total as f64;
+        self.count = total;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// Sample standard deviation, as fio reports it (0 with fewer than two samples).
+    pub fn stddev(&self) -> f64 {
+        if self.count < 2 {
+            0.0
+        } else {
+            (self.m2 / (self.count - 1) as f64).sqrt()
+        }
+    }
+}
+
+/// A latency distribution: exact count, min, max, mean and standard deviation ([`Moments`]),
+/// and an HDR histogram for percentiles. The histogram is allocated on the first sample.
 #[derive(Clone, Debug, Default)]
 pub struct Latency {
     histogram: Option<Box<Histogram<u64>>>,
-    count: u64,
-    min: u64,
-    max: u64,
-    mean: f64,
-    m2: f64,
+    moments: Moments,
 }
 
 impl Latency {
@@ -40,81 +97,55 @@ impl Latency {
             )
         });
         histogram.saturating_record(nanos.clamp(1, LATENCY_NS_MAX));
-        if self.count == 0 {
-            self.min = nanos;
-            self.max = nanos;
-        } else {
-            self.min = self.min.min(nanos);
-            self.max = self.max.max(nanos);
-        }
-        self.count += 1;
-        let delta = nanos as f64 - self.mean;
-        self.mean += delta / self.count as f64;
-        self.m2 += delta * (nanos as f64 - self.mean);
+        self.moments.record(nanos);
     }
 
     /// Adds every sample of `other` (for group reporting).
     pub fn merge(&mut self, other: &Latency) {
-        if other.count == 0 {
+        if other.moments.count == 0 {
             return;
         }
-        if self.count == 0 {
+        if self.moments.count == 0 {
             *self = other.clone();
             return;
         }
         let histogram = self.histogram.as_mut().expect("non-empty has a histogram");
-        histogram
-            .add(
-                other
-                    .histogram
-                    .as_ref()
-                    .expect("non-empty has a histogram")
-                    .as_ref(),
-            )
-            .expect("same bounds");
-        let total = self.count + other.count;
-        let delta = other.mean - self.mean;
-        self.m2 +=
-            other.m2 + delta * delta * (self.count as f64 * other.count as f64) / total as f64;
-        self.mean += delta * other.count as f64 / total as f64;
-        self.count = total;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
+        let theirs = other.histogram.as_ref().expect("non-empty has a histogram");
+        histogram.add(theirs.as_ref()).expect("same bounds");
+        self.moments.merge(&other.moments);
     }
 
     /// Number of samples.
     pub fn count(&self) -> u64 {
-        self.count
+        self.moments.count
     }
 
     /// Smallest sample (0 when empty).
     pub fn min(&self) -> u64 {
-        self.min
+        self.moments.min
     }
 
     /// Largest sample (0 when empty).
     pub fn max(&self) -> u64 {
-        self.max
+        self.moments.max
     }
 
     /// Mean (0 when empty).
     pub fn mean(&self) -> f64 {
-        self.mean
+        self.moments.mean
     }
 
     /// Sample standard deviation, as fio reports it (0 with fewer than two samples).
     pub fn stddev(&self) -> f64 {
-        if self.count < 2 {
-            0.0
-        } else {
-            (self.m2 / (self.count - 1) as f64).sqrt()
-        }
+        self.moments.stddev()
     }
 
     /// The value at `percent` (0..=100), from the histogram; 0 when empty.
     pub fn percentile(&self, percent: f64) -> u64 {
         match &self.histogram {
-            Some(histogram) => histogram.value_at_quantile(percent / 100.0).min(self.max),
+            Some(histogram) => histogram
+                .value_at_quantile(percent / 100.0)
+                .min(self.moments.max),
             None => 0,
         }
     }
@@ -122,7 +153,7 @@ impl Latency {
     /// Fraction of samples at or below `nanos` (0 when empty).
     pub fn fraction_at_or_below(&self, nanos: u64) -> f64 {
         match &self.histogram {
-            Some(histogram) if self.count > 0 => {
+            Some(histogram) if self.moments.count > 0 => {
                 histogram.count_between(0, nanos.min(LATENCY_NS_MAX)) as f64
                     / histogram.len() as f64
             }
@@ -139,7 +170,7 @@ impl Latency {
             return 0;
         };
         if nanos > LATENCY_NS_MAX {
-            return self.count;
+            return self.moments.count;
         }
         match histogram.lowest_equivalent(nanos) {
             0 => 0,

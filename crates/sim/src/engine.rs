@@ -40,7 +40,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Policy name (see `iosched policies`).
     pub policy: String,
-    /// Queue and policy tunables to set, by name, as text.
+    /// Queue and policy tunables to set, by name, as text; `POLICY.NAME` sets a tunable only
+    /// when that policy runs.
     pub policy_settings: Vec<(String, String)>,
     /// Device model name (see `iosched devices`).
     pub device: String,
@@ -210,7 +211,24 @@ impl Simulation {
         let policy = policies::build(&config.policy).map_err(|e| SimError::new(e.to_string()))?;
         let nr_requests = iosched_core::elevator::default_nr_requests(device.queue_depth());
         let mut elevator = Elevator::new(policy, nr_requests);
+        // `POLICY.NAME` settings apply to that policy only, so one list can serve a comparison
+        // of several policies; plain names apply to whichever policy runs.
+        let running = policies::find(&config.policy)
+            .map_err(|e| SimError::new(e.to_string()))?
+            .name;
         for (name, value) in &config.policy_settings {
+            let name = match name.split_once('.') {
+                Some((policy, tunable)) => {
+                    let named = policies::find(policy)
+                        .map_err(|e| SimError::new(e.to_string()))?
+                        .name;
+                    if named != running {
+                        continue;
+                    }
+                    tunable
+                }
+                None => name.as_str(),
+            };
             elevator
                 .set(name, value)
                 .map_err(|e| SimError::new(e.to_string()))?;

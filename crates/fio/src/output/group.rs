@@ -19,7 +19,7 @@
 use crate::job::DataDir;
 use crate::output::format::{runtime_ms_ceil, runtime_ms_floor};
 use crate::report::RunReport;
-use crate::stats::{JobResult, TimeSeries, IODEPTH_LEVELS};
+use crate::stats::{JobResult, Moments, TimeSeries, IODEPTH_LEVELS};
 use iosched_core::Nanos;
 
 /// Summary of per-window rates, fio's `io_stat` for bandwidth and IOPS: integer samples with
@@ -41,21 +41,17 @@ pub struct RateStats {
 impl RateStats {
     /// Statistics of `rates`, accumulated as fio does (Welford's running mean and M2).
     pub fn from_rates(rates: impl IntoIterator<Item = u64>) -> Self {
-        let mut stats = RateStats::default();
+        let mut moments = Moments::default();
         for rate in rates {
-            if stats.samples == 0 {
-                stats.min = rate;
-                stats.max = rate;
-            } else {
-                stats.min = stats.min.min(rate);
-                stats.max = stats.max.max(rate);
-            }
-            stats.samples += 1;
-            let delta = rate as f64 - stats.mean;
-            stats.mean += delta / stats.samples as f64;
-            stats.m2 += delta * (rate as f64 - stats.mean);
+            moments.record(rate);
         }
-        stats
+        RateStats {
+            min: moments.min,
+            max: moments.max,
+            mean: moments.mean,
+            m2: moments.m2,
+            samples: moments.count,
+        }
     }
 
     /// Sample standard deviation (0 with fewer than two samples).
