@@ -28,7 +28,8 @@ use iosched_fio::stats::{
     iodepth_bucket, IoSample, LogRequest, DEFAULT_SAMPLE_INTERVAL, IODEPTH_LEVELS,
 };
 use iosched_fio::{
-    DataDir, DirStats, DiskUtil, JobFile, JobResult, JobSpec, Latency, Parameter, RunReport,
+    BlockSize, DataDir, DirStats, DiskUtil, JobFile, JobResult, JobSpec, Latency, Parameter,
+    RunReport,
 };
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -63,6 +64,9 @@ impl Default for SimConfig {
         }
     }
 }
+
+/// The logical block size of the simulated devices: direct I/O must use whole blocks.
+const LOGICAL_BLOCK: u64 = 512;
 
 /// Seed stream reserved for the device; jobs use their index.
 const DEVICE_STREAM: u64 = u64::MAX;
@@ -282,6 +286,25 @@ impl Simulation {
         let regions = &layout.job_regions[index];
         if spec.time_based && spec.runtime.is_none() {
             return Err(SimError::job(spec, "time_based needs a runtime"));
+        }
+        if spec.direct {
+            // O_DIRECT needs whole logical blocks: Linux refuses anything else with EINVAL.
+            let sizes = spec.bs.iter().flat_map(|bs| match bs {
+                BlockSize::Split(parts) => parts.iter().map(|p| p.0).collect::<Vec<_>>(),
+                other => vec![other.min(), other.max()],
+            });
+            if let Some(size) = sizes
+                .chain(spec.blockalign)
+                .find(|size| size % LOGICAL_BLOCK != 0)
+            {
+                return Err(SimError::job(
+                    spec,
+                    &format!(
+                        "direct=1 needs block sizes and alignment in whole {LOGICAL_BLOCK}-byte \
+                         logical blocks, but {size} bytes is not (Linux answers EINVAL)"
+                    ),
+                ));
+            }
         }
         let group = groups
             .intern(&spec.cgroup)

@@ -99,11 +99,25 @@ pub fn plan(jobs: &[JobSpec], capacity: u64) -> Result<Layout, SimError> {
         let region = Region { start: cursor, len };
         cursor = (region.end()).div_ceil(FILE_ALIGNMENT) * FILE_ALIGNMENT;
         if region.end() > capacity {
-            return Err(SimError::new(format!(
-                "the job files need {} MiB but the simulated device holds {} MiB",
-                region.end().div_ceil(1 << 20),
-                capacity >> 20
-            )));
+            // Name the job that asked most of the file that did not fit.
+            let job = jobs
+                .iter()
+                .filter(|j| j.filenames.contains(name))
+                .max_by_key(|j| match (j.offset, j.size) {
+                    (Amount::Bytes(offset), Some(Amount::Bytes(size))) => offset + size,
+                    _ => 0,
+                })
+                .expect("a job names it");
+            return Err(SimError::job(
+                job,
+                &format!(
+                    "file {name:?} ({} MiB, from offset + size) ends at {} MiB, beyond the \
+                     simulated device's {} MiB",
+                    len.div_ceil(1 << 20),
+                    region.end().div_ceil(1 << 20),
+                    capacity >> 20
+                ),
+            ));
         }
         files.push((name.clone(), region));
     }
@@ -227,6 +241,9 @@ mod tests {
             .to_string();
         assert!(no_size.contains("no size"), "{no_size}");
         let too_big = plan(&[job("a", "fa", Some(Amount::Bytes(2 << 30)))], 1 << 30).unwrap_err();
-        assert!(too_big.to_string().contains("MiB"), "{too_big}");
+        assert!(
+            too_big.to_string().contains("job \"a\"") && too_big.to_string().contains("MiB"),
+            "{too_big}"
+        );
     }
 }

@@ -292,7 +292,9 @@ impl Resolver<'_> {
                     [(size, _)] => BlockSize::Fixed(*size),
                     parts => BlockSize::Split(parts.to_vec()),
                 }
-            } else if let Some((min, max)) = ranges[direction] {
+            } else if let Some((low, high)) = ranges[direction] {
+                // fio swaps a range written high-low, as parse.c does for every range option.
+                let (min, max) = (low.min(high), low.max(high));
                 if min == max {
                     BlockSize::Fixed(min)
                 } else {
@@ -489,7 +491,9 @@ impl Resolver<'_> {
         }
         spec.ramp_time = micros_to_nanos(self.time("ramp_time").unwrap_or(0));
         if let Some(Value::TimeRange(low, high)) = self.job.settings.value("startdelay") {
-            spec.startdelay = (micros_to_nanos(*low), micros_to_nanos(*high));
+            // A range written high-low is swapped, as fio's parser does.
+            let (low, high) = ((*low).min(*high), (*low).max(*high));
+            spec.startdelay = (micros_to_nanos(low), micros_to_nanos(high));
         }
         spec.thinktime = micros_to_nanos(self.time("thinktime").unwrap_or(0));
         // fio caps the spinning part of thinktime at thinktime.
