@@ -68,9 +68,15 @@ fn bad_job_files_are_refused_clearly() {
     let zero = refused("zero", "[a]\nsize=1m\nbs=0\n");
     assert!(zero.contains("job.fio:3") && zero.contains("bs"), "{zero}");
     let unaligned = refused("unaligned", "[a]\nsize=1m\ndirect=1\nbs=3\n");
-    assert!(unaligned.contains("job.fio:1") && unaligned.contains("512"), "{unaligned}");
+    assert!(
+        unaligned.contains("job.fio:1") && unaligned.contains("512"),
+        "{unaligned}"
+    );
     let beyond = refused("beyond", "[a]\nsize=1m\noffset=600g\n");
-    assert!(beyond.contains("job.fio:1") && beyond.contains("beyond"), "{beyond}");
+    assert!(
+        beyond.contains("job.fio:1") && beyond.contains("beyond"),
+        "{beyond}"
+    );
     let missing_include = refused("missing-include", "include nowhere.fio\n[a]\nsize=1m\n");
     assert!(
         missing_include.contains("job.fio:1") && missing_include.contains("nowhere.fio"),

@@ -669,6 +669,12 @@ fn job_spec_defaults_match_fio_option_table() {
 #[test]
 fn reversed_ranges_are_swapped() {
     let spec = job("[j]\nbsrange=8k-4k\nstartdelay=5-1\n");
-    assert_eq!(spec.bs[0], crate::BlockSize::Range { min: 4096, max: 8192 });
+    assert_eq!(
+        spec.bs[0],
+        crate::BlockSize::Range {
+            min: 4096,
+            max: 8192
+        }
+    );
     assert_eq!(spec.startdelay, (1_000_000_000, 5_000_000_000));
 }
