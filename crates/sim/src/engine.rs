@@ -780,9 +780,9 @@ impl Simulation {
     fn complete(&mut self, request: Request, at: Nanos) {
         self.account_device(-1);
         let dir = request.direction() as usize;
-        let carrier = self.ios[&request.id.0];
+        let dispatched = self.ios[&request.id.0].dispatched;
         self.disk.ios[dir] += 1;
-        self.disk.ticks[dir] += at - carrier.dispatched;
+        self.disk.ticks[dir] += at - dispatched;
         self.elevator.completed(&request, at);
         let carrier_id = request.id;
         for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {

@@ -439,26 +439,12 @@ fn hdd_survives_random_settings_and_workloads() {
             ("capacity_gb", capacity),
         ];
         let mut device = build("hdd", &settings, round);
-        let depth = device.queue_depth();
-        let span = device.capacity() / [1, 64, 4096][rng.below(3) as usize];
-        let block = [4 * KIB, 64 * KIB, MIB][rng.below(3) as usize];
-        let pattern = match rng.below(3) {
-            0 => Pattern::Mixed { span },
-            1 => Pattern::Sequential { start: 0 },
-            _ => Pattern::Random { span },
-        };
-        let op = [Op::Read, Op::Write][rng.below(2) as usize];
-        let outcome = run(
+        let outcome = random_round(
             device.as_mut(),
-            Workload {
-                op,
-                block,
-                depth,
-                pattern,
-                count: 600,
-                warmup: 0,
-            },
+            &mut rng,
             round,
+            &[1, 64, 4096],
+            &[4 * KIB, 64 * KIB, MIB],
         );
         assert_eq!(outcome.sequence.len(), 600, "round {round}: {settings:?}");
         // Left alone, the drive destages everything.
@@ -731,26 +717,12 @@ fn ssd_survives_random_settings_and_workloads() {
             ("channels", ["1", "8"][rng.below(2) as usize]),
         ];
         let mut device = build("ssd", &settings, round);
-        let depth = device.queue_depth();
-        let span = device.capacity() / [1, 4096][rng.below(2) as usize];
-        let block = [4 * KIB, 64 * KIB, 2 * MIB][rng.below(3) as usize];
-        let pattern = match rng.below(3) {
-            0 => Pattern::Mixed { span },
-            1 => Pattern::Sequential { start: 0 },
-            _ => Pattern::Random { span },
-        };
-        let op = [Op::Read, Op::Write][rng.below(2) as usize];
-        let outcome = run(
+        let outcome = random_round(
             device.as_mut(),
-            Workload {
-                op,
-                block,
-                depth,
-                pattern,
-                count: 600,
-                warmup: 0,
-            },
+            &mut rng,
             round,
+            &[1, 4096],
+            &[4 * KIB, 64 * KIB, 2 * MIB],
         );
         assert_eq!(outcome.sequence.len(), 600, "round {round}: {settings:?}");
         let mut done = Vec::new();
@@ -764,4 +736,36 @@ fn ssd_survives_random_settings_and_workloads() {
             "{settings:?}"
         );
     }
+}
+
+/// One round of the randomized device tests: 600 commands of a random size, pattern and
+/// direction over a random share of the device (`span_divisors`), at the device's full depth.
+fn random_round(
+    device: &mut dyn Device,
+    rng: &mut common::Rng,
+    round: u64,
+    span_divisors: &[u64],
+    blocks: &[u64],
+) -> common::Outcome {
+    let depth = device.queue_depth();
+    let span = device.capacity() / span_divisors[rng.below(span_divisors.len() as u64) as usize];
+    let block = blocks[rng.below(blocks.len() as u64) as usize];
+    let pattern = match rng.below(3) {
+        0 => Pattern::Mixed { span },
+        1 => Pattern::Sequential { start: 0 },
+        _ => Pattern::Random { span },
+    };
+    let op = [Op::Read, Op::Write][rng.below(2) as usize];
+    run(
+        device,
+        Workload {
+            op,
+            block,
+            depth,
+            pattern,
+            count: 600,
+            warmup: 0,
+        },
+        round,
+    )
 }

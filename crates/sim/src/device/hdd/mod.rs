@@ -522,16 +522,20 @@ impl Hdd {
             time += (track_end - lba) as f64 * sector_ns;
             lba = track_end;
             let next = self.geometry.locate(lba);
-            time += self.move_ns(
-                HeadPosition {
-                    cylinder: location.cylinder,
-                    head: location.head,
-                },
-                &next,
-            );
-            time += self.rotational_wait(time, next.angle);
+            time = self.cross_to(time, &location, &next);
             location = next;
         }
+    }
+
+    /// When the head, having read to the end of the track at `from` at `time`, starts reading
+    /// `next`: the head or cylinder switch, then the wait for `next`'s first sector.
+    fn cross_to(&self, time: f64, from: &Location, next: &Location) -> f64 {
+        let position = HeadPosition {
+            cylinder: from.cylinder,
+            head: from.head,
+        };
+        let time = time + self.move_ns(position, next);
+        time + self.rotational_wait(time, next.angle)
     }
 
     /// Where a stream stopping at `limit` has got to at `time`: the first sector not yet read
@@ -564,14 +568,7 @@ impl Hdd {
                 return Stream { lba, time: start };
             }
             let next = self.geometry.locate(lba);
-            start += self.move_ns(
-                HeadPosition {
-                    cylinder: location.cylinder,
-                    head: location.head,
-                },
-                &next,
-            );
-            start += self.rotational_wait(start, next.angle);
+            start = self.cross_to(start, &location, &next);
             location = next;
         }
     }
