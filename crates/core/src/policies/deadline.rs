@@ -14,6 +14,9 @@
 //!    has expired (`read_expire`, `write_expire`) or nothing lies above the last position, and
 //!    otherwise continues in offset order.
 //!
+//! With `priorities` = 0 every request shares the BE level: the plain deadline scheduler of
+//! Linux before 5.14, kept so the two can be compared.
+//!
 //! Expiry is soft, as in Linux: it is checked only when a batch starts. The bound this gives a
 //! read is `read_expire` plus the batch in progress (and one write batch if writes were starved).
 
@@ -76,11 +79,23 @@ pub const TUNABLES: &[TunableSpec] = &[
         max: 3_600_000,
         doc: "a BE or IDLE request waiting longer than this is served ahead of higher levels",
     },
+    TunableSpec {
+        name: "priorities",
+        unit: Unit::Flag,
+        default: 1,
+        min: 0,
+        max: 1,
+        doc:
+            "1: RT/BE/IDLE levels served strictly (Linux since 5.14); 0: one level, plain deadline",
+    },
 ];
 
 const LEVELS: usize = 3;
 
-fn level_of(request: &Request) -> usize {
+fn level_of(request: &Request, priorities: bool) -> usize {
+    if !priorities {
+        return 1;
+    }
     match request.prio.effective_class() {
         IoPrioClass::Rt => 0,
         IoPrioClass::Be | IoPrioClass::None => 1,
@@ -168,6 +183,7 @@ pub struct Deadline {
     front_merges: bool,
     fifo_batch: u64,
     prio_aging_expire: Nanos,
+    priorities: bool,
 }
 
 impl Default for Deadline {
@@ -194,6 +210,7 @@ impl Deadline {
             front_merges: TUNABLES[3].default == 1,
             fifo_batch: TUNABLES[4].default,
             prio_aging_expire: from_millis(TUNABLES[5].default),
+            priorities: TUNABLES[6].default == 1,
         }
     }
 
@@ -303,7 +320,7 @@ impl Policy for Deadline {
         limits: MergeLimits,
         _now: Nanos,
     ) -> Result<(), Request> {
-        let level = level_of(&request);
+        let level = level_of(&request, self.priorities);
         let dir = request.direction() as usize;
         let current = &mut self.levels[level];
         // Back merge: the queued request just below ends where this one starts.
@@ -342,7 +359,7 @@ impl Policy for Deadline {
     }
 
     fn insert(&mut self, request: Request, now: Nanos) {
-        let level = level_of(&request);
+        let level = level_of(&request, self.priorities);
         let dir = request.direction() as usize;
         let fifo_time = now.saturating_add(self.fifo_expire[dir]);
         let current = &mut self.levels[level];
@@ -353,7 +370,7 @@ impl Policy for Deadline {
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         if let Some(request) = self.requeued.pop_front() {
-            let level = level_of(&request);
+            let level = level_of(&request, self.priorities);
             self.levels[level].latest_pos[request.direction() as usize] = request.offset;
             return Dispatch::Request(request);
         }
@@ -372,7 +389,7 @@ impl Policy for Deadline {
     }
 
     fn completed(&mut self, request: &Request, _now: Nanos) {
-        let level = &mut self.levels[level_of(request)];
+        let level = &mut self.levels[level_of(request, self.priorities)];
         assert!(
             level.pending > 0,
             "completion of a request this policy did not insert"
@@ -420,12 +437,14 @@ impl Policy for Deadline {
             "front_merges" => u64::from(self.front_merges),
             "fifo_batch" => self.fifo_batch,
             "prio_aging_expire" => self.prio_aging_expire / MILLISECOND,
+            "priorities" => u64::from(self.priorities),
             _ => return Err(crate::tunable::unknown(name, TUNABLES)),
         })
     }
 
     fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-        let value = crate::tunable::find(TUNABLES, name)?.check(value)?;
+        let spec = crate::tunable::find(TUNABLES, name)?;
+        let value = spec.check(value)?;
         match name {
             "read_expire" => self.fifo_expire[0] = from_millis(value),
             "write_expire" => self.fifo_expire[1] = from_millis(value),
@@ -433,6 +452,17 @@ impl Policy for Deadline {
             "front_merges" => self.front_merges = value == 1,
             "fifo_batch" => self.fifo_batch = value,
             "prio_aging_expire" => self.prio_aging_expire = from_millis(value),
+            "priorities" => {
+                let pending: u32 = self.levels.iter().map(|l| l.pending).sum();
+                if pending > 0 || !self.requeued.is_empty() {
+                    return Err(TunableError::BadValue {
+                        name: spec.name,
+                        value: value.to_string(),
+                        reason: "requests are queued or in flight; set it before the run".into(),
+                    });
+                }
+                self.priorities = value == 1;
+            }
             _ => unreachable!("find() accepted only known names"),
         }
         Ok(())

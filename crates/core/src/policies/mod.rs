@@ -1,5 +1,6 @@
 //! Every policy iosched implements, and the catalog that builds them by name.
 
+pub mod anticipatory;
 pub mod deadline;
 pub mod noop;
 
@@ -56,6 +57,13 @@ static CATALOG: &[PolicyInfo] = &[
         summary: "sector-sorted batches with read/write FIFO expiry and RT/BE/IDLE levels (Linux's mq-deadline)",
         tunables: deadline::TUNABLES,
         build: || Box::new(deadline::Deadline::new()),
+    },
+    PolicyInfo {
+        name: "anticipatory",
+        aliases: &["as"],
+        summary: "one-way elevator, read/write batches and anticipation after sync reads, with seed 000's per-level priorities (Linux's historic AS)",
+        tunables: anticipatory::TUNABLES,
+        build: || Box::new(anticipatory::Anticipatory::new()),
     },
 ];
 
