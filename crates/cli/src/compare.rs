@@ -1,10 +1,10 @@
 //! `iosched compare`: the same jobs under several policies, side by side.
 
-use crate::matrix::{self, Matrix};
+use crate::matrix::{self, JobSource, Matrix, Variant};
 use crate::run::{write_atomically, SetupArgs};
 use crate::study::{Study, Sweep};
 use crate::table;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -16,7 +16,8 @@ use std::process::ExitCode;
 pub struct CompareArgs {
     /// The fio job file.
     pub jobfile: PathBuf,
-    /// A policy to compare (repeat: --policy deadline --policy noop).
+    /// A policy to compare (repeat: --policy deadline --policy noop). POLICY:NAME=VALUE,...
+    /// sets tunables for that column only: --policy deadline --policy deadline:priorities=0
     #[arg(long = "policy", required = true)]
     pub policies: Vec<String>,
     /// Sweep a variable the job file reads as ${VAR}: --sweep IODEPTH=1,2,4,8
@@ -54,16 +55,17 @@ pub fn parse_sweep(text: &str) -> Result<(String, Sweep)> {
 
 /// Runs `iosched compare`.
 pub fn compare(args: CompareArgs) -> Result<ExitCode> {
-    let job_text = std::fs::read_to_string(&args.jobfile)
-        .with_context(|| format!("cannot read job file {}", args.jobfile.display()))?;
+    let job = JobSource::read(&args.jobfile)?;
     let sweep = args.sweep.as_deref().map(parse_sweep).transpose()?;
-    let base_dir = args.jobfile.parent().map(PathBuf::from).unwrap_or_default();
+    let variants = args
+        .policies
+        .iter()
+        .map(|text| Variant::parse(text))
+        .collect::<Result<Vec<_>>>()?;
     let matrix = Matrix {
-        job_text,
-        job_origin: args.jobfile.display().to_string(),
-        base_dir,
+        job,
         env: BTreeMap::new(),
-        policies: args.policies.clone(),
+        policies: variants,
         sweep: sweep.clone(),
         config: args.setup.config(""),
     };

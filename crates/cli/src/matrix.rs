@@ -11,23 +11,98 @@ use indicatif::{ProgressBar, ProgressStyle};
 use iosched_fio::parse;
 use iosched_sim::SimConfig;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+
+/// A job file to run.
+#[derive(Clone, Debug)]
+pub struct JobSource {
+    /// The job file's text.
+    pub text: String,
+    /// Its name, for error locations.
+    pub origin: String,
+    /// Directory that `include` paths are relative to.
+    pub base_dir: PathBuf,
+}
+
+impl JobSource {
+    /// Reads the job file at `path`.
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read job file {}", path.display()))?;
+        Ok(JobSource {
+            text,
+            origin: path.display().to_string(),
+            base_dir: path.parent().map(PathBuf::from).unwrap_or_default(),
+        })
+    }
+}
+
+/// One column of a comparison: a policy with its own tunables, job variables or job file,
+/// under a label. `deadline` and `deadline:priorities=0` are two variants of one policy.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    /// How tables, reports and checks name it.
+    pub label: String,
+    /// The policy (see `iosched policies`).
+    pub policy: String,
+    /// Tunables for this variant only, applied after the shared ones.
+    pub settings: Vec<(String, String)>,
+    /// Job variables for this variant only, over the shared ones.
+    pub env: BTreeMap<String, String>,
+    /// A job file that replaces the shared one.
+    pub job: Option<JobSource>,
+}
+
+impl Variant {
+    /// A policy with its defaults, labelled with its name.
+    pub fn policy(name: &str) -> Self {
+        Variant {
+            label: name.to_string(),
+            policy: name.to_string(),
+            settings: Vec::new(),
+            env: BTreeMap::new(),
+            job: None,
+        }
+    }
+
+    /// Parses `POLICY` or `POLICY:NAME=VALUE,NAME=VALUE` (tunables of that policy); the text is
+    /// the label.
+    pub fn parse(text: &str) -> Result<Self> {
+        let text = text.trim();
+        let (policy, tunables) = match text.split_once(':') {
+            Some((policy, tunables)) => (policy.trim(), Some(tunables)),
+            None => (text, None),
+        };
+        if policy.is_empty() {
+            bail!("policy {text:?}: expected POLICY or POLICY:NAME=VALUE,...");
+        }
+        let mut variant = Variant::policy(policy);
+        variant.label = text.to_string();
+        for pair in tunables.into_iter().flat_map(|t| t.split(',')) {
+            let Some((name, value)) = pair.split_once('=') else {
+                bail!("policy {text:?}: {pair:?} is not NAME=VALUE");
+            };
+            let (name, value) = (name.trim(), value.trim());
+            if name.is_empty() || value.is_empty() {
+                bail!("policy {text:?}: {pair:?} is not NAME=VALUE");
+            }
+            variant.settings.push((name.to_string(), value.to_string()));
+        }
+        Ok(variant)
+    }
+}
 
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Matrix {
-    /// The job file's text.
-    pub job_text: String,
-    /// Its name, for error locations.
-    pub job_origin: String,
-    /// Directory that `include` paths are relative to.
-    pub base_dir: PathBuf,
+    /// The job file every variant runs unless it names its own.
+    pub job: JobSource,
     /// Variables for `${VAR}` expansion, before the process environment.
     pub env: BTreeMap<String, String>,
-    /// Policies, in order.
-    pub policies: Vec<String>,
+    /// The variants compared, in order.
+    pub policies: Vec<Variant>,
     /// The swept variable, as the job file names it, and the sweep as reported.
     pub sweep: Option<(String, Sweep)>,
     /// Seed, device and settings; `policy` is replaced per cell (settings named `POLICY.NAME`
@@ -35,8 +110,8 @@ pub struct Matrix {
     pub config: SimConfig,
 }
 
-struct Cell {
-    policy: String,
+struct Cell<'a> {
+    variant: &'a Variant,
     point: Option<String>,
 }
 
@@ -50,39 +125,37 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
         Some((_, sweep)) => sweep.values.iter().cloned().map(Some).collect(),
         None => vec![None],
     };
-    // Parse each point once, up front, so a bad job file fails before any simulation.
-    let mut files = Vec::with_capacity(points.len());
-    for point in &points {
-        let lookup = |name: &str| -> Option<String> {
-            if let (Some((variable, _)), Some(value)) = (&matrix.sweep, point) {
-                if variable == name {
-                    return Some(value.clone());
-                }
-            }
-            matrix
-                .env
-                .get(name)
-                .cloned()
-                .or_else(|| std::env::var(name).ok())
-        };
-        let file = parse::parse_str(
-            &matrix.job_text,
-            &matrix.job_origin,
-            &matrix.base_dir,
-            &lookup,
-        )
-        .map_err(anyhow::Error::msg)?;
-        files.push(file);
-    }
     let cells: Vec<Cell> = points
         .iter()
         .flat_map(|point| {
-            matrix.policies.iter().map(move |policy| Cell {
-                policy: policy.clone(),
+            matrix.policies.iter().map(move |variant| Cell {
+                variant,
                 point: point.clone(),
             })
         })
         .collect();
+    // Parse each cell's job file up front, so a bad one fails before any simulation.
+    let mut files = Vec::with_capacity(cells.len());
+    for cell in &cells {
+        let lookup = |name: &str| -> Option<String> {
+            if let (Some((variable, _)), Some(value)) = (&matrix.sweep, &cell.point) {
+                if variable == name {
+                    return Some(value.clone());
+                }
+            }
+            cell.variant
+                .env
+                .get(name)
+                .or_else(|| matrix.env.get(name))
+                .cloned()
+                .or_else(|| std::env::var(name).ok())
+        };
+        let job = cell.variant.job.as_ref().unwrap_or(&matrix.job);
+        let file = parse::parse_str(&job.text, &job.origin, &job.base_dir, &lookup)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("variant {}", cell.variant.label))?;
+        files.push(file);
+    }
     let bar = if progress {
         ProgressBar::new(cells.len() as u64)
     } else {
@@ -110,27 +183,30 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
             scope.spawn(|| loop {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 let Some(cell) = cells.get(index) else { break };
-                let file = &files[index / matrix.policies.len()];
+                let file = &files[index];
                 bar.set_message(format!(
                     "running {}{}",
-                    cell.policy,
+                    cell.variant.label,
                     cell.point
                         .as_ref()
                         .map(|p| format!(" @ {p}"))
                         .unwrap_or_default()
                 ));
-                let config = SimConfig {
-                    policy: cell.policy.clone(),
+                let mut config = SimConfig {
+                    policy: cell.variant.policy.clone(),
                     ..matrix.config.clone()
                 };
+                config
+                    .policy_settings
+                    .extend(cell.variant.settings.iter().cloned());
                 let outcome = iosched_sim::run(&config, file)
                     .map_err(anyhow::Error::msg)
                     .with_context(|| match &cell.point {
-                        Some(point) => format!("policy {} at {point}", cell.policy),
-                        None => format!("policy {}", cell.policy),
+                        Some(point) => format!("policy {} at {point}", cell.variant.label),
+                        None => format!("policy {}", cell.variant.label),
                     })
                     .map(|report| StudyRun {
-                        policy: cell.policy.clone(),
+                        policy: cell.variant.label.clone(),
                         point: cell.point.clone(),
                         report,
                     });

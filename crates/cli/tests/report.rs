@@ -118,11 +118,19 @@ fn simulate() -> Study {
                 .into(),
             figure: format!("{deep} vs {shallow} I/Os"),
             pass: deep > shallow,
+            gap: None,
         },
         Verdict {
             claim: "a claim made to fail, so the page shows a FAIL <b>".into(),
             figure: "0 > 1".into(),
             pass: false,
+            gap: None,
+        },
+        Verdict {
+            claim: "a claim known not to hold yet".into(),
+            figure: "2 > 3".into(),
+            pass: false,
+            gap: Some("a model mechanism is missing".into()),
         },
     ];
     Study { verdicts, ..study }
@@ -183,20 +191,21 @@ fn report_has_every_chart_table_row_and_verdict() {
     assert_eq!(html.matches("<tr class=\"result\">").count(), rows);
     assert!(html.contains("(2 jobs, group_reporting)"));
     // Verdicts: the overall headline and one box per claim, coloured by outcome.
-    // The second claim is made to fail; the first is a real one about the runs.
-    let failed = study().verdicts.iter().filter(|v| !v.pass).count();
+    // The second claim is made to fail; the first is a real one about the runs; the third
+    // fails for a known reason and is shown as a gap, not a failure.
+    let failed = study().verdicts.iter().filter(|v| v.failed()).count();
+    let passed = study().verdicts.iter().filter(|v| v.pass).count();
     assert!(failed >= 1);
     assert!(html.contains("class=\"verdicts fail\""));
     let headline = format!(
-        "FAIL: {failed} of 2 claims do{} not hold",
+        "FAIL: {failed} of 3 claims do{} not hold",
         if failed == 1 { "es" } else { "" }
     );
     assert!(html.contains(&headline), "{headline}");
-    assert_eq!(
-        html.matches("<div class=\"verdict pass\">").count(),
-        2 - failed
-    );
+    assert_eq!(html.matches("<div class=\"verdict pass\">").count(), passed);
     assert_eq!(html.matches("<div class=\"verdict fail\">").count(), failed);
+    assert_eq!(html.matches("<div class=\"verdict gap\">").count(), 1);
+    assert!(html.contains("known gap: a model mechanism is missing"));
     // Parameters: the seed, each policy's tunables, the device list folded away.
     assert!(html.contains("--seed 7"));
     assert!(html.contains("Tunables of"));

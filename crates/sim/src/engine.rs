@@ -20,6 +20,7 @@ use crate::layout::{self, Layout};
 use crate::random::{derive_seed, Rng};
 use crate::workload::{Generator, NextIo};
 use crate::SimError;
+use iosched_core::tunable::{TunableSpec, Unit};
 use iosched_core::{
     policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, IoPrio, Nanos,
     Op, Request, RequestId,
@@ -65,6 +66,18 @@ impl Default for SimConfig {
     }
 }
 
+/// The host's own tunables, set with `--set` like the queue's.
+pub const HOST_TUNABLES: &[TunableSpec] = &[TunableSpec {
+    name: "wakeup_latency",
+    unit: Unit::Microseconds,
+    default: 20,
+    min: 0,
+    max: 1_000_000,
+    doc: "from a completion on the device to its issuer seeing it (interrupt, wake-up, system \
+          call return): a synchronous job's next request comes at least this long after the \
+          last one completed, and fio's clat includes it (seed 000's 2 GHz hosts: ~20 us)",
+}];
+
 /// The logical block size of the simulated devices: direct I/O must use whole blocks.
 const LOGICAL_BLOCK: u64 = 512;
 
@@ -75,6 +88,8 @@ const STARTDELAY_STREAM_BASE: u64 = 1 << 32;
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
+    /// The issuer of the device request with this id learns that it completed.
+    Notify(u64),
     JobStart(u32),
     JobWake(u32),
     JobDeadline(u32),
@@ -178,6 +193,10 @@ pub struct Simulation {
     completed_total: u64,
     dispatches: u64,
     trace: Option<Vec<TraceEntry>>,
+    /// Completion to issuer delay (`wakeup_latency`).
+    wakeup_latency: Nanos,
+    /// Completed device requests whose issuers have not yet been told, by carrier id.
+    notifications: FxHashMap<u64, (Op, Vec<RequestId>)>,
 }
 
 /// One request's life, recorded when tracing (for tests of the exactly-once and ordering
@@ -220,7 +239,15 @@ impl Simulation {
         let running = policies::find(&config.policy)
             .map_err(|e| SimError::new(e.to_string()))?
             .name;
+        let mut wakeup_latency = HOST_TUNABLES[0].default * 1_000;
         for (name, value) in &config.policy_settings {
+            if let Ok(spec) = iosched_core::tunable::find(HOST_TUNABLES, name) {
+                let micros = spec
+                    .parse(value)
+                    .map_err(|e| SimError::new(e.to_string()))?;
+                wakeup_latency = micros * 1_000;
+                continue;
+            }
             let name = match name.split_once('.') {
                 Some((policy, tunable)) => {
                     let named = policies::find(policy)
@@ -273,6 +300,8 @@ impl Simulation {
             completed_total: 0,
             dispatches: 0,
             trace: None,
+            wakeup_latency,
+            notifications: FxHashMap::default(),
         })
     }
 
@@ -412,6 +441,15 @@ impl Simulation {
             }
             self.now = time;
             match event {
+                Event::Notify(carrier) => {
+                    let (op, ids) = self
+                        .notifications
+                        .remove(&carrier)
+                        .expect("each completion is notified once");
+                    for id in ids {
+                        self.finish_io(id, RequestId(carrier), op, time);
+                    }
+                }
                 Event::JobStart(job) => self.start_job(job as usize),
                 Event::JobWake(job) => {
                     let run = &mut self.jobs[job as usize];
@@ -785,9 +823,17 @@ impl Simulation {
         self.disk.ticks[dir] += at - dispatched;
         self.elevator.completed(&request, at);
         let carrier_id = request.id;
-        for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
-            self.finish_io(id, carrier_id, request.op, at);
+        if self.wakeup_latency == 0 {
+            for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
+                self.finish_io(id, carrier_id, request.op, at);
+            }
+            return;
         }
+        let told = (at + self.wakeup_latency).max(self.now);
+        let mut ids = request.merged;
+        ids.insert(0, carrier_id);
+        self.notifications.insert(carrier_id.0, (request.op, ids));
+        self.events.push(told, Event::Notify(carrier_id.0));
     }
 
     fn finish_io(&mut self, id: RequestId, carrier: RequestId, op: Op, at: Nanos) {
@@ -899,9 +945,9 @@ impl Simulation {
             in_queue: (disk.in_queue_area / 1_000_000) as u64,
             util,
         };
-        let tunables = self
-            .elevator
-            .tunables()
+        let mut tunables: Vec<(TunableSpec, u64)> = self.elevator.tunables();
+        tunables.push((HOST_TUNABLES[0], self.wakeup_latency / 1_000));
+        let tunables = tunables
             .into_iter()
             .map(|(spec, value)| Parameter {
                 name: spec.name.to_string(),

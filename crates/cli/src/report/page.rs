@@ -166,15 +166,22 @@ fn verdicts(model: &Model, html: &mut String) {
     if verdicts.is_empty() {
         return;
     }
-    let failed = verdicts.iter().filter(|v| !v.pass).count();
+    let failed = verdicts.iter().filter(|v| v.failed()).count();
+    let gaps = verdicts.iter().filter(|v| v.word() == "GAP").count();
     let (class, headline) = if failed == 0 {
         (
             "pass",
             format!(
-                "PASS: {} claim{} hold{}",
+                "PASS: {} of {} claim{} hold{}{}",
+                verdicts.len() - gaps,
                 verdicts.len(),
                 plural(verdicts.len()),
-                if verdicts.len() == 1 { "s" } else { "" }
+                if verdicts.len() - gaps == 1 { "s" } else { "" },
+                if gaps > 0 {
+                    format!("; {gaps} known gap{}", plural(gaps))
+                } else {
+                    String::new()
+                }
             ),
         )
     } else {
@@ -193,15 +200,16 @@ fn verdicts(model: &Model, html: &mut String) {
         "<section id=\"verdicts\" class=\"verdicts {class}\">\n<p class=\"headline\">{headline}</p>"
     );
     for verdict in verdicts {
-        let (class, word) = if verdict.pass {
-            ("pass", "PASS")
-        } else {
-            ("fail", "FAIL")
+        let word = verdict.word();
+        let class = word.to_ascii_lowercase();
+        let gap = match (&verdict.gap, verdict.pass) {
+            (Some(gap), false) => format!("<p class=\"gap\">known gap: {}</p>", escape(gap)),
+            _ => String::new(),
         };
         let _ = writeln!(
             html,
             "<div class=\"verdict {class}\"><span class=\"badge\">{word}</span>\
-             <div><p class=\"claim\">{}</p><p class=\"figure\">{}</p></div></div>",
+             <div><p class=\"claim\">{}</p><p class=\"figure\">{}</p>{gap}</div></div>",
             escape(&verdict.claim),
             escape(&verdict.figure)
         );
@@ -257,6 +265,8 @@ nav a { margin-right: 16px; color: #0969da; text-decoration: none; }
 .verdict .figure { color: #57606a; font-size: 14px; }
 .badge { flex: none; font-weight: 700; color: #fff; border-radius: 4px; padding: 1px 8px; font-size: 14px; }
 .verdict.pass .badge { background: #1a7f37; }
+.verdict.gap .badge { background: #9a6700; }
+.verdict .gap { color: #9a6700; font-size: 0.9em; }
 .verdict.fail .badge { background: #cf222e; }
 table { border-collapse: collapse; font-size: 14px; margin: 8px 0; }
 th, td { padding: 4px 10px; text-align: left; border-bottom: 1px solid #eaeef2; vertical-align: top; }

@@ -464,10 +464,11 @@ impl Anticipatory {
             return true;
         }
         if self.levels[current].tokens == 0 {
-            if (0..LEVELS).any(|l| l != current && self.busy(l)) {
+            let class = class_of(current);
+            if (0..LEVELS).any(|l| l != current && class_of(l) == class && self.busy(l)) {
                 return true;
             }
-            // Nobody else waits: tokens limit nothing.
+            // No other level of the class waits: tokens limit nothing (classes are strict).
             self.levels[current].tokens = self.level_tokens * weight_of(current);
         }
         false
