@@ -1,5 +1,6 @@
 //! Every policy iosched implements, and the catalog that builds them by name.
 
+pub mod cfq;
 pub mod deadline;
 pub mod noop;
 
@@ -56,6 +57,13 @@ static CATALOG: &[PolicyInfo] = &[
         summary: "sector-sorted batches with read/write FIFO expiry and RT/BE/IDLE levels (Linux's mq-deadline)",
         tunables: deadline::TUNABLES,
         build: || Box::new(deadline::Deadline::new()),
+    },
+    PolicyInfo {
+        name: "cfq",
+        aliases: &[],
+        summary: "per-flow time slices with idling, RT/BE/IDLE classes and priority-scaled slices (Linux's historic CFQ, without cgroups)",
+        tunables: cfq::TUNABLES,
+        build: || Box::new(cfq::Cfq::new()),
     },
 ];
 
