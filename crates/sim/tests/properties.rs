@@ -105,13 +105,13 @@ fn assert_exactly_once(trace: &[TraceEntry], totals: (u64, u64)) -> Result<(), T
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
-    // Proves that under both policies, with merging, queue limits and any device depth, every
+    // Proves that under every policy, with merging, queue limits and any device depth, every
     // request issued completes exactly once and none is lost or duplicated.
     #[test]
     fn every_request_completes_exactly_once(
         shapes in proptest::collection::vec(job_shape(), 1..5),
         seed in any::<u64>(),
-        policy in prop_oneof![Just("noop"), Just("deadline"), Just("anticipatory")],
+        policy in prop_oneof![Just("noop"), Just("deadline"), Just("anticipatory"), Just("cfq")],
         latency_us in 50u64..5000,
         parallelism in 1u32..4,
         depth in 1u32..32,

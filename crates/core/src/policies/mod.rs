@@ -1,6 +1,7 @@
 //! Every policy iosched implements, and the catalog that builds them by name.
 
 pub mod anticipatory;
+pub mod cfq;
 pub mod deadline;
 pub mod noop;
 
@@ -64,6 +65,13 @@ static CATALOG: &[PolicyInfo] = &[
         summary: "one-way elevator, read/write batches and anticipation after sync reads, with seed 000's per-level priorities (Linux's historic AS)",
         tunables: anticipatory::TUNABLES,
         build: || Box::new(anticipatory::Anticipatory::new()),
+    },
+    PolicyInfo {
+        name: "cfq",
+        aliases: &[],
+        summary: "per-flow time slices with idling, RT/BE/IDLE classes and priority-scaled slices (Linux's historic CFQ, without cgroups)",
+        tunables: cfq::TUNABLES,
+        build: || Box::new(cfq::Cfq::new()),
     },
 ];
 
