@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 /// Lists every policy with its tunables.
 pub fn policies() -> Result<ExitCode> {
-    println!("Queue tunables (every policy):");
-    for spec in QUEUE_TUNABLES {
+    println!("Queue and host tunables (every policy; the host's in the simulator):");
+    for spec in QUEUE_TUNABLES.iter().chain(iosched_sim::HOST_TUNABLES) {
         println!(
             "  {:<18} {:>8} {:<9} {}",
             spec.name,

@@ -31,7 +31,24 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+/// Dies quietly of SIGPIPE when the reader of our output goes away (`iosched policies | head`),
+/// as C tools do, instead of panicking on the failed write: Rust ignores SIGPIPE by default.
+#[cfg(unix)]
+fn die_on_broken_pipe() {
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIGPIPE: i32 = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: restoring the default disposition of one signal, before any thread starts.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    die_on_broken_pipe();
     let cli = Cli::parse();
     let outcome: Result<ExitCode> = match cli.command {
         Command::Run(args) => run::run(args),

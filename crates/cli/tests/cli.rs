@@ -320,9 +320,9 @@ fn policy_scoped_settings() {
     ]);
     assert!(scoped.status.success(), "{}", stderr(&scoped));
     assert!(String::from_utf8_lossy(&scoped.stdout).contains("read_expire=100ms"));
-    let wrong = iosched(&["run", &path, "--set", "cfq.slice_idle=0"]);
+    let wrong = iosched(&["run", &path, "--set", "nosuch.slice_idle=0"]);
     assert!(
-        !wrong.status.success() && stderr(&wrong).contains("cfq"),
+        !wrong.status.success() && stderr(&wrong).contains("nosuch"),
         "{}",
         stderr(&wrong)
     );
@@ -337,4 +337,23 @@ fn policy_scoped_settings() {
         "deadline.fifo_batch=4",
     ]);
     assert!(both.status.success(), "{}", stderr(&both));
+}
+
+// Proves that a reader closing the pipe early (`iosched policies | head -1`) ends the command
+// quietly, as C tools end, instead of a panic about a failed write. The pipe's read end is
+// closed before the command starts, so its first write fails.
+#[test]
+fn a_closed_pipe_is_not_a_panic() {
+    for args in [&["policies"][..], &["devices"][..]] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let output = Command::new(env!("CARGO_BIN_EXE_iosched"))
+            .args(args)
+            .stdout(writer)
+            .output()
+            .expect("iosched runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!output.status.success(), "{args:?} cannot have succeeded");
+    }
 }
