@@ -37,7 +37,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     let text = job_text(args.jobs, args.requests_per_job);
     let file = parse::parse_str(&text, "bench.fio", Path::new("."), &|_| None)
         .map_err(anyhow::Error::msg)?;
-    let config = args.sim.config();
+    let config = args.sim.config()?;
     println!(
         "iosched bench: seed {}, policy {}, device {}, {} synchronous 4 KiB random readers x {} requests",
         config.seed, config.policy, config.device, args.jobs, args.requests_per_job

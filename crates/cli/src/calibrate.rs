@@ -148,6 +148,8 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         device: String::new(),
         device_settings: Vec::new(),
         seed: args.seed,
+        groups: Vec::new(),
+        groups_file: None,
     };
     println!(
         "iosched calibrate: seed {}, policy {}{}",
@@ -173,7 +175,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
                 .iter()
                 .map(|(n, v)| (n.to_string(), v.to_string()))
                 .collect(),
-            ..base.config(&args.policy)
+            ..base.config(&args.policy)?
         };
         let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
         let f = figures(report);

@@ -18,6 +18,21 @@ pub fn policies() -> Result<ExitCode> {
             spec.doc
         );
     }
+    for (name, summary, tunables) in iosched_core::stage::STAGES {
+        println!();
+        println!("{name} (a stage: {name}+POLICY puts it above any policy): {summary}");
+        for spec in *tunables {
+            println!(
+                "  {:<18} {:>8} {:<9} {} [{}..={}]",
+                spec.name,
+                spec.default,
+                spec.unit.symbol(),
+                spec.doc,
+                spec.min,
+                spec.max
+            );
+        }
+    }
     for info in policies::catalog() {
         println!();
         let aliases = if info.aliases.is_empty() {

@@ -67,7 +67,7 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
         env: BTreeMap::new(),
         policies: variants,
         sweep: sweep.clone(),
-        config: args.setup.config(""),
+        config: args.setup.config("")?,
     };
     eprintln!(
         "iosched: seed {} (replay with --seed {}), policies {}, device {}",

@@ -28,7 +28,7 @@ use crate::table;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use iosched_fio::DataDir;
-use iosched_sim::SimConfig;
+use iosched_sim::{GroupSetting, SimConfig};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -51,6 +51,9 @@ struct Definition {
     device_settings: BTreeMap<String, String>,
     #[serde(default)]
     settings: BTreeMap<String, String>,
+    /// cgroup io controller files per group: `"/vm1" = { "io.weight" = "500" }`.
+    #[serde(default)]
+    groups: BTreeMap<String, BTreeMap<String, String>>,
     policies: Vec<PolicyEntry>,
     #[serde(default = "default_seed")]
     seed: u64,
@@ -511,6 +514,21 @@ pub fn run_experiment(
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+            group_settings: definition
+                .groups
+                .iter()
+                .flat_map(|(path, files)| {
+                    files.iter().map(move |(file, value)| GroupSetting {
+                        path: path.clone(),
+                        file: file.clone(),
+                        value: value.clone(),
+                        origin: format!(
+                            "{}: [groups]",
+                            experiment.folder.join(DEFINITION_FILE).display()
+                        ),
+                    })
+                })
+                .collect(),
             ..SimConfig::default()
         },
     };
@@ -528,6 +546,13 @@ pub fn run_experiment(
             .map(|(k, v)| (k.clone(), v.clone())),
     );
     settings.extend(env.iter().map(|(k, v)| (format!("${{{k}}}"), v.clone())));
+    for (path, files) in &definition.groups {
+        settings.extend(
+            files
+                .iter()
+                .map(|(file, value)| (format!("{path} {file}"), value.clone())),
+        );
+    }
     for variant in &matrix.policies {
         settings.extend(
             variant

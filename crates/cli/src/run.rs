@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use iosched_fio::{output, parse, JobFile, JobSpec, RunReport};
-use iosched_sim::SimConfig;
+use iosched_sim::{GroupSetting, SimConfig};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -24,19 +24,83 @@ pub struct SetupArgs {
     /// Seed that every random choice derives from; the same seed replays the run exactly.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Write a cgroup io controller file (repeatable), as `echo VALUE > /sys/fs/cgroup/PATH/FILE`:
+    /// --group /vm1:io.weight=500 --group /vm1/db:io.max="rbps=1048576". Jobs join a group
+    /// with fio's cgroup=.
+    #[arg(long = "group", value_name = "PATH:FILE=VALUE", value_parser = parse_group_flag)]
+    pub groups: Vec<GroupSetting>,
+    /// Read group settings from a file: one `PATH FILE VALUE` per line, `#` comments.
+    #[arg(long = "groups", value_name = "FILE")]
+    pub groups_file: Option<PathBuf>,
+}
+
+/// `PATH:FILE=VALUE` into a group setting.
+pub fn parse_group_flag(text: &str) -> Result<GroupSetting, String> {
+    let usage = || format!("expected PATH:FILE=VALUE (like /vm1:io.weight=500), got {text:?}");
+    let (path, rest) = text.split_once(':').ok_or_else(usage)?;
+    let (file, value) = rest.split_once('=').ok_or_else(usage)?;
+    if path.trim().is_empty() || file.trim().is_empty() {
+        return Err(usage());
+    }
+    Ok(GroupSetting {
+        path: path.trim().to_string(),
+        file: file.trim().to_string(),
+        value: value.trim().to_string(),
+        origin: format!("--group {text}"),
+    })
+}
+
+/// Reads a groups file: `PATH FILE VALUE...` per line (the value is the rest of the line, as
+/// written to the cgroup file), `#` starts a comment.
+pub fn read_groups_file(path: &Path) -> Result<Vec<GroupSetting>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read groups file {}", path.display()))?;
+    parse_groups(&text, &path.display().to_string())
+}
+
+/// Parses the text of a groups file named `origin`.
+pub fn parse_groups(text: &str, origin: &str) -> Result<Vec<GroupSetting>> {
+    let mut settings = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut parts = line.splitn(3, char::is_whitespace);
+        let (Some(group), Some(file), Some(value)) = (parts.next(), parts.next(), parts.next())
+        else {
+            bail!(
+                "{origin}:{}: expected `PATH FILE VALUE` (like `/vm1 io.weight 500`), got {line:?}",
+                number + 1
+            );
+        };
+        settings.push(GroupSetting {
+            path: group.to_string(),
+            file: file.to_string(),
+            value: value.trim().to_string(),
+            origin: format!("{origin}:{}", number + 1),
+        });
+    }
+    Ok(settings)
 }
 
 impl SetupArgs {
     /// The simulator configuration for `policy` on this setup.
-    pub fn config(&self, policy: &str) -> SimConfig {
-        SimConfig {
+    pub fn config(&self, policy: &str) -> Result<SimConfig> {
+        let mut group_settings = match &self.groups_file {
+            Some(path) => read_groups_file(path)?,
+            None => Vec::new(),
+        };
+        group_settings.extend(self.groups.iter().cloned());
+        Ok(SimConfig {
             seed: self.seed,
             policy: policy.to_string(),
             policy_settings: self.settings.clone(),
             device: self.device.clone(),
             device_settings: self.device_settings.clone(),
+            group_settings,
             ..SimConfig::default()
-        }
+        })
     }
 }
 
@@ -53,7 +117,7 @@ pub struct SimArgs {
 
 impl SimArgs {
     /// The simulator configuration these options describe.
-    pub fn config(&self) -> SimConfig {
+    pub fn config(&self) -> Result<SimConfig> {
         self.setup
             .config(self.policy.as_deref().unwrap_or(DEFAULT_POLICY))
     }
@@ -183,7 +247,7 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let formats = formats(&args.output_format)?;
     let file = parse::parse_file(&args.jobfile).map_err(anyhow::Error::msg)?;
-    let mut config = args.sim.config();
+    let mut config = args.sim.config()?;
     config.policy = choose_policy(args.sim.policy.as_deref(), &file)?;
     // The seed comes first, so any run can be replayed; on stderr to keep JSON output clean.
     eprintln!(

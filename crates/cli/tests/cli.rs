@@ -357,3 +357,54 @@ fn a_closed_pipe_is_not_a_panic() {
         assert!(!output.status.success(), "{args:?} cannot have succeeded");
     }
 }
+
+// Proves group settings reach the run: io.max through throttle holds a group to its limit
+// while its neighbour runs free; and bad group settings are refused naming where they came
+// from.
+#[test]
+fn group_settings_from_flags_and_files() {
+    let dir = scratch("groups");
+    let job = write(
+        &dir,
+        "groups.fio",
+        "[global]\ndirect=1\nioengine=libaio\niodepth=8\nbs=64k\nrw=read\nsize=1g\nruntime=10\ntime_based=1\n\
+         [limited]\ncgroup=/g1\n[free]\ncgroup=/g2\n",
+    );
+    let output = iosched(&[
+        "run",
+        &job,
+        "--policy",
+        "throttle+deadline",
+        "--group",
+        "/g1:io.max=rbps=1048576",
+        "--output-format",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let bw = |job: usize| json["jobs"][job]["read"]["bw_bytes"].as_f64().unwrap();
+    assert!(
+        (bw(0) / 1_048_576.0 - 1.0).abs() < 0.02,
+        "limited: {}",
+        bw(0)
+    );
+    assert!(bw(1) > 20.0 * 1_048_576.0, "free: {}", bw(1));
+    assert_eq!(json["iosched"]["policy"], "throttle+deadline");
+
+    let file = write(
+        &dir,
+        "groups.conf",
+        "# weights\n/g1 io.weight 300\n/g2 io.weight 0\n",
+    );
+    let bad = iosched(&["run", &job, "--policy", "ioband+noop", "--groups", &file]);
+    assert!(!bad.status.success());
+    let message = stderr(&bad);
+    assert!(
+        message.contains("groups.conf:3") && message.contains("io.weight"),
+        "{message}"
+    );
+    let flag = iosched(&["run", &job, "--group", "g1-weight-300"]);
+    assert!(!flag.status.success() && stderr(&flag).contains("PATH:FILE=VALUE"));
+    let stage = iosched(&["run", &job, "--policy", "turbo+deadline"]);
+    assert!(!stage.status.success() && stderr(&stage).contains("turbo+deadline"));
+}

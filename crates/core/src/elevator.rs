@@ -6,10 +6,13 @@
 //! [`Elevator`] is that wrapper. Engines talk only to it, so every policy gets the same limits
 //! and the same accounting, and no policy can be handed more requests than `nr_requests`.
 
+use crate::group::Groups;
 use crate::policy::{Dispatch, Policy};
 use crate::request::{MergeLimits, Request};
+use crate::stage::Stage;
 use crate::time::Nanos;
 use crate::tunable::{self, TunableError, TunableSpec, Unit};
+use std::collections::VecDeque;
 
 /// Default `nr_requests` for a device that accepts `device_queue_depth` commands at once:
 /// `2 * min(depth, 128)`, as `blk_mq_init_sched` sets it.
@@ -63,6 +66,8 @@ pub struct ElevatorStats {
     pub requeued: u64,
     /// Times a request was turned away because `nr_requests` were in use.
     pub full: u64,
+    /// Requests a stage above the policy held back.
+    pub held: u64,
 }
 
 /// How a submitted request was taken in.
@@ -72,11 +77,16 @@ pub enum Admitted {
     Merged,
     /// Queued in the policy.
     Queued,
+    /// Held by the stage above the policy; it enters the policy when the stage releases it.
+    Held,
 }
 
 /// A policy inside the queue limits every scheduler shares.
 pub struct Elevator {
     policy: Box<dyn Policy>,
+    stage: Option<Box<dyn Stage>>,
+    /// Requests the stage released that wait for a free scheduler request.
+    released: VecDeque<Request>,
     nr_requests: u32,
     max_sectors_kb: u32,
     nomerges: bool,
@@ -90,12 +100,38 @@ impl Elevator {
         assert!(nr_requests >= 1);
         Elevator {
             policy,
+            stage: None,
+            released: VecDeque::new(),
             nr_requests,
             max_sectors_kb: QUEUE_TUNABLES[1].default as u32,
             nomerges: false,
             in_flight: 0,
             stats: ElevatorStats::default(),
         }
+    }
+
+    /// Puts `stage` above the policy (`throttle+deadline`).
+    pub fn with_stage(mut self, stage: Box<dyn Stage>) -> Self {
+        self.stage = Some(stage);
+        self
+    }
+
+    /// The stage above the policy, if any.
+    pub fn stage(&self) -> Option<&dyn Stage> {
+        self.stage.as_deref()
+    }
+
+    /// Hands the groups' settings (`io.weight`, `io.max`, ...) to the stage and the policy.
+    pub fn set_groups(&mut self, groups: &Groups) {
+        if let Some(stage) = &mut self.stage {
+            stage.set_groups(groups);
+        }
+        self.policy.set_groups(groups);
+    }
+
+    /// Requests held by the stage or released and waiting for a scheduler request.
+    pub fn held(&self) -> usize {
+        self.stage.as_ref().map_or(0, |s| s.held()) + self.released.len()
     }
 
     /// The merge limits in force.
@@ -114,6 +150,29 @@ impl Elevator {
     /// merges without needing a free request in the kernel), or be queued if there is room;
     /// otherwise it is handed back and the submitter must wait for a completion.
     pub fn submit(&mut self, request: Request, now: Nanos) -> Result<Admitted, Request> {
+        let room = self.has_room();
+        let request = match &mut self.stage {
+            None => request,
+            Some(_) if !room => {
+                // The submitter waits for a request before the stage sees the bio, so a
+                // stage is never asked twice about the same one.
+                self.stats.full += 1;
+                return Err(request);
+            }
+            Some(stage) => match stage.admit(request, now) {
+                Some(request) => request,
+                None => {
+                    self.stats.submitted += 1;
+                    self.stats.held += 1;
+                    return Ok(Admitted::Held);
+                }
+            },
+        };
+        self.enter(request, now)
+    }
+
+    /// A request past the stage: merged, or queued if there is room.
+    fn enter(&mut self, request: Request, now: Nanos) -> Result<Admitted, Request> {
         let request = if self.nomerges {
             request
         } else {
@@ -138,12 +197,30 @@ impl Elevator {
 
     /// Asks the policy what to send next and counts what leaves for the device.
     pub fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        if let Some(stage) = &mut self.stage {
+            stage.release(now, &mut self.released);
+        }
+        while let Some(request) = self.released.pop_front() {
+            if let Err(request) = self.enter(request, now) {
+                self.released.push_front(request);
+                break;
+            }
+        }
         let decision = self.policy.dispatch(now);
         if let Dispatch::Request(_) = decision {
             self.in_flight += 1;
             self.stats.dispatched += 1;
+            return decision;
         }
-        decision
+        let next = match &mut self.stage {
+            Some(stage) if stage.held() > 0 => stage.next_release(now),
+            _ => None,
+        };
+        match (decision, next) {
+            (Dispatch::WaitUntil(at), Some(release)) => Dispatch::WaitUntil(at.min(release)),
+            (Dispatch::Empty, Some(release)) => Dispatch::WaitUntil(release),
+            (decision, _) => decision,
+        }
     }
 
     /// The device finished `request`.
@@ -151,6 +228,9 @@ impl Elevator {
         assert!(self.in_flight > 0, "completion without a request in flight");
         self.in_flight -= 1;
         self.stats.completed += 1;
+        if let Some(stage) = &mut self.stage {
+            stage.completed(request, now);
+        }
         self.policy.completed(request, now);
     }
 
@@ -198,6 +278,14 @@ impl Elevator {
             .iter()
             .map(|spec| (*spec, self.queue_value(spec.name).expect("queue tunable")))
             .collect();
+        if let Some(stage) = &self.stage {
+            for spec in stage.tunables() {
+                let value = stage
+                    .tunable(spec.name)
+                    .expect("a stage reads its own tunables");
+                out.push((*spec, value));
+            }
+        }
         for spec in self.policy.tunables() {
             let value = self
                 .policy
@@ -229,10 +317,19 @@ impl Elevator {
             }
             return Ok(());
         }
+        if let Some(stage) = &mut self.stage {
+            if let Ok(spec) = tunable::find(stage.tunables(), name) {
+                let value = spec.parse(text)?;
+                return stage.set_tunable(name, value);
+            }
+        }
         let spec = match tunable::find(self.policy.tunables(), name) {
             Ok(spec) => spec,
             Err(_) => {
                 let mut known: Vec<&'static str> = QUEUE_TUNABLES.iter().map(|s| s.name).collect();
+                if let Some(stage) = &self.stage {
+                    known.extend(stage.tunables().iter().map(|s| s.name));
+                }
                 known.extend(self.policy.tunables().iter().map(|s| s.name));
                 return Err(TunableError::Unknown {
                     name: name.to_string(),
@@ -246,9 +343,14 @@ impl Elevator {
 
     /// The current value of a queue or policy tunable.
     pub fn get(&self, name: &str) -> Result<u64, TunableError> {
-        match self.queue_value(name) {
-            Some(value) => Ok(value),
-            None => self.policy.tunable(name),
+        if let Some(value) = self.queue_value(name) {
+            return Ok(value);
         }
+        if let Some(stage) = &self.stage {
+            if let Ok(value) = stage.tunable(name) {
+                return Ok(value);
+            }
+        }
+        self.policy.tunable(name)
     }
 }

@@ -47,6 +47,229 @@ struct GroupEntry {
     path: String,
     parent: Option<GroupId>,
     depth: u32,
+    settings: GroupSettings,
+}
+
+/// cgroup v2's default and bounds for `io.weight`.
+pub const IO_WEIGHT_DEFAULT: u32 = 100;
+/// Smallest `io.weight`.
+pub const IO_WEIGHT_MIN: u32 = 1;
+/// Largest `io.weight`.
+pub const IO_WEIGHT_MAX: u32 = 10_000;
+
+/// `io.max`: per-direction limits in bytes and I/Os per second; `None` is "max" (no limit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoMax {
+    /// Read bytes per second.
+    pub rbps: Option<u64>,
+    /// Write bytes per second.
+    pub wbps: Option<u64>,
+    /// Read I/Os per second.
+    pub riops: Option<u64>,
+    /// Write I/Os per second.
+    pub wiops: Option<u64>,
+}
+
+impl IoMax {
+    /// Whether any limit is set.
+    pub fn is_limited(&self) -> bool {
+        self.rbps.is_some() || self.wbps.is_some() || self.riops.is_some() || self.wiops.is_some()
+    }
+
+    /// The (bytes, I/Os) per second limits of one direction (0 read, 1 write).
+    pub fn of(&self, dir: usize) -> (Option<u64>, Option<u64>) {
+        if dir == 0 {
+            (self.rbps, self.riops)
+        } else {
+            (self.wbps, self.wiops)
+        }
+    }
+}
+
+/// `io.prio.class`: how a group changes the priority class of its requests (blk-ioprio).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PrioClassPolicy {
+    /// `no-change`: requests keep their priority.
+    #[default]
+    NoChange,
+    /// `promote-to-rt`: requests not already RT become RT level 4.
+    PromoteToRt,
+    /// `restrict-to-be`: RT and unset requests become BE (keeping their level); IDLE stays.
+    RestrictToBe,
+    /// `idle`: every request becomes IDLE.
+    Idle,
+}
+
+impl PrioClassPolicy {
+    /// The priority a request of this group is given, from the one its issuer set.
+    pub fn apply(self, prio: crate::IoPrio) -> crate::IoPrio {
+        use crate::ioprio::{IoPrio, IoPrioClass, IOPRIO_DEFAULT_LEVEL};
+        let class = prio.class();
+        let build = |class, level| IoPrio::new(class, level).expect("levels stay in 0..8");
+        match self {
+            PrioClassPolicy::NoChange => prio,
+            PrioClassPolicy::PromoteToRt if class == IoPrioClass::Rt => prio,
+            PrioClassPolicy::PromoteToRt => build(IoPrioClass::Rt, IOPRIO_DEFAULT_LEVEL),
+            PrioClassPolicy::RestrictToBe => match class {
+                IoPrioClass::Rt | IoPrioClass::None => {
+                    build(IoPrioClass::Be, prio.effective_level())
+                }
+                _ => prio,
+            },
+            PrioClassPolicy::Idle => build(IoPrioClass::Idle, 0),
+        }
+    }
+
+    /// The name as the cgroup file takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PrioClassPolicy::NoChange => "no-change",
+            PrioClassPolicy::PromoteToRt => "promote-to-rt",
+            PrioClassPolicy::RestrictToBe => "restrict-to-be",
+            PrioClassPolicy::Idle => "idle",
+        }
+    }
+}
+
+/// A group's io controller settings, as cgroup v2 names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupSettings {
+    /// `io.weight`: share among siblings, 1..=10000 (default 100).
+    pub weight: u32,
+    /// `io.max`: bandwidth and IOPS ceilings.
+    pub max: IoMax,
+    /// `io.prio.class`.
+    pub prio_class: PrioClassPolicy,
+}
+
+impl Default for GroupSettings {
+    fn default() -> Self {
+        GroupSettings {
+            weight: IO_WEIGHT_DEFAULT,
+            max: IoMax::default(),
+            prio_class: PrioClassPolicy::NoChange,
+        }
+    }
+}
+
+/// A cgroup file write that Linux would refuse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingError {
+    /// The file written (`io.weight`, ...).
+    pub file: String,
+    /// The value written.
+    pub value: String,
+    /// Why it is refused.
+    pub reason: String,
+}
+
+impl fmt::Display for SettingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {:?}: {}", self.file, self.value, self.reason)
+    }
+}
+
+impl std::error::Error for SettingError {}
+
+/// The io controller files a group has.
+pub const SETTING_FILES: &[&str] = &["io.weight", "io.max", "io.prio.class"];
+
+fn strip_device(value: &str) -> &str {
+    // "MAJ:MIN rest": one simulated or real device per run, so the device is not checked.
+    let value = value.trim();
+    match value.split_once(char::is_whitespace) {
+        Some((first, rest))
+            if first.contains(':') && first.split(':').all(|p| p.parse::<u32>().is_ok()) =>
+        {
+            rest.trim()
+        }
+        _ => value,
+    }
+}
+
+impl GroupSettings {
+    /// Writes `value` to cgroup file `file`, with the syntax Linux accepts: `io.weight` takes
+    /// `N`, `default N` or `MAJ:MIN N`; `io.max` takes `[MAJ:MIN] rbps=N wbps=N riops=N wiops=N`
+    /// (any subset, `max` for no limit); `io.prio.class` takes `no-change`, `promote-to-rt`
+    /// (or `none-to-rt`), `restrict-to-be` or `idle`.
+    pub fn set(&mut self, file: &str, value: &str) -> Result<(), SettingError> {
+        let error = |reason: String| SettingError {
+            file: file.to_string(),
+            value: value.to_string(),
+            reason,
+        };
+        match file {
+            "io.weight" => {
+                let text = strip_device(value);
+                let text = text.strip_prefix("default").unwrap_or(text).trim();
+                let weight: u32 = text
+                    .parse()
+                    .map_err(|_| error("expected a weight from 1 to 10000".into()))?;
+                if !(IO_WEIGHT_MIN..=IO_WEIGHT_MAX).contains(&weight) {
+                    return Err(error(format!(
+                        "weight {weight} is outside {IO_WEIGHT_MIN}..={IO_WEIGHT_MAX}"
+                    )));
+                }
+                self.weight = weight;
+            }
+            "io.max" => {
+                let text = strip_device(value);
+                if text.is_empty() {
+                    return Err(error("expected rbps=, wbps=, riops= or wiops=".into()));
+                }
+                let mut max = self.max;
+                for pair in text.split_whitespace() {
+                    let Some((key, number)) = pair.split_once('=') else {
+                        return Err(error(format!("{pair:?} is not KEY=VALUE")));
+                    };
+                    let limit = if number == "max" {
+                        None
+                    } else {
+                        let n: u64 = number.parse().map_err(|_| {
+                            error(format!("{key}={number}: expected a number or max"))
+                        })?;
+                        if n == 0 {
+                            return Err(error(format!("{key}=0: a limit must be positive")));
+                        }
+                        Some(n)
+                    };
+                    match key {
+                        "rbps" => max.rbps = limit,
+                        "wbps" => max.wbps = limit,
+                        "riops" => max.riops = limit,
+                        "wiops" => max.wiops = limit,
+                        other => {
+                            return Err(error(format!(
+                                "unknown key {other:?} (rbps, wbps, riops, wiops)"
+                            )))
+                        }
+                    }
+                }
+                self.max = max;
+            }
+            "io.prio.class" => {
+                self.prio_class = match value.trim() {
+                    "no-change" => PrioClassPolicy::NoChange,
+                    "promote-to-rt" | "none-to-rt" => PrioClassPolicy::PromoteToRt,
+                    "restrict-to-be" => PrioClassPolicy::RestrictToBe,
+                    "idle" => PrioClassPolicy::Idle,
+                    _ => {
+                        return Err(error(
+                            "expected no-change, promote-to-rt, restrict-to-be or idle".into(),
+                        ))
+                    }
+                };
+            }
+            other => {
+                return Err(SettingError {
+                    file: other.to_string(),
+                    value: value.to_string(),
+                    reason: format!("unknown file; known: {}", SETTING_FILES.join(", ")),
+                })
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The table of known groups. Adding a path adds its missing ancestors first, so every group's
@@ -73,6 +296,7 @@ impl Groups {
                 path: "/".into(),
                 parent: None,
                 depth: 0,
+                settings: GroupSettings::default(),
             }],
             by_path,
         }
@@ -118,6 +342,7 @@ impl Groups {
             path: normalized.clone(),
             parent: Some(parent),
             depth,
+            settings: GroupSettings::default(),
         });
         self.by_path.insert(normalized, id);
         Ok(id)
@@ -159,6 +384,30 @@ impl Groups {
     pub fn ids(&self) -> impl Iterator<Item = GroupId> {
         (0..self.entries.len() as u32).map(GroupId)
     }
+
+    /// The io controller settings of `id`.
+    pub fn settings(&self, id: GroupId) -> &GroupSettings {
+        &self.entries[id.0 as usize].settings
+    }
+
+    /// Writes cgroup file `file` of `id` (see [`GroupSettings::set`]). The root group has no
+    /// io controller files in cgroup v2, so writing them is refused.
+    pub fn set(&mut self, id: GroupId, file: &str, value: &str) -> Result<(), SettingError> {
+        if id == GroupId::ROOT {
+            return Err(SettingError {
+                file: file.to_string(),
+                value: value.to_string(),
+                reason: "the root group has no io controller files; use a child group".into(),
+            });
+        }
+        self.entries[id.0 as usize].settings.set(file, value)
+    }
+
+    /// `id` and its ancestors up to (not including) the root, nearest first.
+    pub fn ancestry(&self, id: GroupId) -> impl Iterator<Item = GroupId> + '_ {
+        std::iter::successors(Some(id), move |&g| self.parent(g))
+            .take_while(|&g| g != GroupId::ROOT)
+    }
 }
 
 #[cfg(test)]
@@ -179,5 +428,71 @@ mod tests {
         assert_eq!(groups.intern("/a/b").unwrap(), ab);
         assert_eq!(groups.intern("").unwrap(), GroupId::ROOT);
         assert!(groups.intern("/a/../b").is_err());
+        assert_eq!(groups.ancestry(ab).collect::<Vec<_>>(), vec![ab, a]);
+    }
+
+    // Proves the io controller files take Linux's syntax and refuse what Linux refuses, naming
+    // the file and the problem.
+    #[test]
+    fn cgroup_files_parse_as_linux() {
+        let mut s = GroupSettings::default();
+        assert_eq!(s.weight, 100);
+        s.set("io.weight", "500").unwrap();
+        assert_eq!(s.weight, 500);
+        s.set("io.weight", "default 250").unwrap();
+        assert_eq!(s.weight, 250);
+        s.set("io.weight", "8:16 300").unwrap();
+        assert_eq!(s.weight, 300);
+        for bad in ["0", "10001", "-5", "heavy"] {
+            let error = s.set("io.weight", bad).unwrap_err();
+            assert!(error.to_string().contains("io.weight"), "{error}");
+        }
+        s.set("io.max", "8:16 rbps=2097152 wiops=120").unwrap();
+        assert_eq!(s.max.rbps, Some(2_097_152));
+        assert_eq!(s.max.wiops, Some(120));
+        s.set("io.max", "rbps=max").unwrap();
+        assert_eq!(s.max.rbps, None);
+        assert_eq!(s.max.wiops, Some(120), "other limits are kept");
+        assert!(s.set("io.max", "rbps=0").is_err());
+        assert!(s
+            .set("io.max", "speed=1")
+            .unwrap_err()
+            .reason
+            .contains("unknown key"));
+        s.set("io.prio.class", "idle").unwrap();
+        assert_eq!(s.prio_class, PrioClassPolicy::Idle);
+        assert!(s.set("io.prio.class", "fast").is_err());
+        assert!(s
+            .set("io.latency", "1")
+            .unwrap_err()
+            .reason
+            .contains("unknown file"));
+        let mut groups = Groups::new();
+        assert!(groups.set(GroupId::ROOT, "io.weight", "200").is_err());
+    }
+
+    // Proves io.prio.class changes priorities as blk-ioprio does.
+    #[test]
+    fn prio_class_policies() {
+        use crate::ioprio::{IoPrio, IoPrioClass};
+        let be2 = IoPrio::new(IoPrioClass::Be, 2).unwrap();
+        let rt1 = IoPrio::new(IoPrioClass::Rt, 1).unwrap();
+        let idle = IoPrio::new(IoPrioClass::Idle, 0).unwrap();
+        assert_eq!(PrioClassPolicy::NoChange.apply(be2), be2);
+        assert_eq!(
+            PrioClassPolicy::PromoteToRt.apply(be2),
+            IoPrio::new(IoPrioClass::Rt, 4).unwrap()
+        );
+        assert_eq!(PrioClassPolicy::PromoteToRt.apply(rt1), rt1);
+        assert_eq!(
+            PrioClassPolicy::RestrictToBe.apply(rt1),
+            IoPrio::new(IoPrioClass::Be, 1).unwrap()
+        );
+        assert_eq!(
+            PrioClassPolicy::RestrictToBe.apply(IoPrio::NONE),
+            IoPrio::new(IoPrioClass::Be, 4).unwrap()
+        );
+        assert_eq!(PrioClassPolicy::RestrictToBe.apply(idle), idle);
+        assert_eq!(PrioClassPolicy::Idle.apply(rt1), idle);
     }
 }

@@ -33,12 +33,13 @@ pub mod ioprio;
 pub mod policies;
 pub mod policy;
 pub mod request;
+pub mod stage;
 pub mod testing;
 pub mod time;
 pub mod tunable;
 
 pub use elevator::{Admitted, Elevator, ElevatorStats};
-pub use group::{GroupId, Groups};
+pub use group::{GroupId, GroupSettings, Groups, IoMax, PrioClassPolicy};
 pub use ioprio::{IoPrio, IoPrioClass};
 pub use policy::{Dispatch, Policy};
 pub use request::{Direction, FlowId, MergeLimits, Op, Request, RequestId};

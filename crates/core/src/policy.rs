@@ -21,6 +21,7 @@
 //! Policies never read a clock, never do I/O, never use unseeded randomness, and never hold more
 //! than the elevator lets in (`nr_requests`), so each is a state machine that is cheap to test.
 
+use crate::group::Groups;
 use crate::request::{MergeLimits, Request};
 use crate::time::Nanos;
 use crate::tunable::{TunableError, TunableSpec};
@@ -84,6 +85,12 @@ pub trait Policy: Send {
     /// Removes every queued request, oldest first where the policy knows an order. Used when a
     /// meta-policy hands its queue to another policy at run time.
     fn drain(&mut self, out: &mut Vec<Request>);
+
+    /// The groups and their io controller settings (`io.weight`, ...), before any request
+    /// and whenever they change. Policies without groups ignore it.
+    fn set_groups(&mut self, groups: &Groups) {
+        let _ = groups;
+    }
 
     /// The tunables this policy publishes.
     fn tunables(&self) -> &'static [TunableSpec] {

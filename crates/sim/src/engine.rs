@@ -51,6 +51,21 @@ pub struct SimConfig {
     pub device_settings: Vec<(String, String)>,
     /// Simulated time after which the run is abandoned as runaway.
     pub time_limit: Nanos,
+    /// cgroup io controller settings: (group path, file, value), applied in order.
+    pub group_settings: Vec<GroupSetting>,
+}
+
+/// One write to a group's io controller file, as `echo 500 > /sys/fs/cgroup/vm1/io.weight`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSetting {
+    /// The group, as fio's `cgroup=` names it (`/vm1`, `vm1/db`).
+    pub path: String,
+    /// `io.weight`, `io.max` or `io.prio.class`.
+    pub file: String,
+    /// What is written.
+    pub value: String,
+    /// Where it came from, for errors (`groups.conf:3`, `--group`).
+    pub origin: String,
 }
 
 impl Default for SimConfig {
@@ -62,6 +77,7 @@ impl Default for SimConfig {
             device: "hdd".into(),
             device_settings: Vec::new(),
             time_limit: 7 * 24 * 3600 * SECOND,
+            group_settings: Vec::new(),
         }
     }
 }
@@ -231,14 +247,13 @@ impl Simulation {
             derive_seed(config.seed, DEVICE_STREAM),
         )
         .map_err(|e| SimError::new(e.to_string()))?;
-        let policy = policies::build(&config.policy).map_err(|e| SimError::new(e.to_string()))?;
+        let stack =
+            policies::Stack::parse(&config.policy).map_err(|e| SimError::new(e.to_string()))?;
         let nr_requests = iosched_core::elevator::default_nr_requests(device.queue_depth());
-        let mut elevator = Elevator::new(policy, nr_requests);
-        // `POLICY.NAME` settings apply to that policy only, so one list can serve a comparison
-        // of several policies; plain names apply to whichever policy runs.
-        let running = policies::find(&config.policy)
-            .map_err(|e| SimError::new(e.to_string()))?
-            .name;
+        let mut elevator = stack.elevator(nr_requests);
+        // `POLICY.NAME` settings apply to that policy (or stage) only, so one list can serve a
+        // comparison of several policies; plain names apply to whichever policy runs.
+        let running = stack.policy.name;
         let mut wakeup_latency = HOST_TUNABLES[0].default * 1_000;
         for (name, value) in &config.policy_settings {
             if let Ok(spec) = iosched_core::tunable::find(HOST_TUNABLES, name) {
@@ -249,6 +264,16 @@ impl Simulation {
                 continue;
             }
             let name = match name.split_once('.') {
+                Some((stage, tunable))
+                    if iosched_core::stage::STAGES
+                        .iter()
+                        .any(|(n, _, _)| *n == stage) =>
+                {
+                    if stack.stage != Some(stage) {
+                        continue;
+                    }
+                    tunable
+                }
                 Some((policy, tunable)) => {
                     let named = policies::find(policy)
                         .map_err(|e| SimError::new(e.to_string()))?
@@ -276,6 +301,15 @@ impl Simulation {
                 &mut groups,
             )?);
         }
+        for setting in &config.group_settings {
+            let id = groups
+                .intern(&setting.path)
+                .map_err(|e| SimError::new(format!("{}: {e}", setting.origin)))?;
+            groups.set(id, &setting.file, &setting.value).map_err(|e| {
+                SimError::new(format!("{}: group {}: {e}", setting.origin, setting.path))
+            })?;
+        }
+        elevator.set_groups(&groups);
         let notes = file.notes.iter().map(|n| n.to_string()).collect();
         Ok(Simulation {
             now: 0,
@@ -624,16 +658,14 @@ impl Simulation {
         let id = RequestId(self.next_request_id);
         self.next_request_id += 1;
         let run = &self.jobs[index];
+        // io.prio.class of the job's group may change the priority (blk-ioprio).
+        let prio = self
+            .groups
+            .settings(run.group)
+            .prio_class
+            .apply(run.spec.prio);
         Request::new(
-            id,
-            op,
-            offset,
-            len,
-            sync,
-            run.spec.prio,
-            run.flow,
-            run.group,
-            self.now,
+            id, op, offset, len, sync, prio, run.flow, run.group, self.now,
         )
     }
 
@@ -665,7 +697,7 @@ impl Simulation {
             flush: false,
             bytes: io.len,
             offset: io.offset,
-            prio: run.spec.prio,
+            prio: request.prio,
             created: now,
             admitted: now,
             dispatched: 0,
@@ -687,7 +719,7 @@ impl Simulation {
             flush: true,
             bytes: 0,
             offset: 0,
-            prio: run.spec.prio,
+            prio: request.prio,
             created: now,
             admitted: now,
             dispatched: 0,
@@ -975,7 +1007,10 @@ impl Simulation {
         RunReport {
             engine: "sim".into(),
             seed: Some(self.seed),
-            policy: self.elevator.policy().name().to_string(),
+            policy: match self.elevator.stage() {
+                Some(stage) => format!("{}+{}", stage.name(), self.elevator.policy().name()),
+                None => self.elevator.policy().name().to_string(),
+            },
             tunables,
             device: self.device.model().to_string(),
             device_parameters: self.device.parameters(),

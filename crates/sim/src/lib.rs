@@ -28,7 +28,7 @@ pub mod layout;
 pub mod random;
 pub mod workload;
 
-pub use engine::{run, SimConfig, Simulation, TraceEntry, HOST_TUNABLES};
+pub use engine::{run, GroupSetting, SimConfig, Simulation, TraceEntry, HOST_TUNABLES};
 
 use iosched_fio::JobSpec;
 use std::fmt;

@@ -33,11 +33,13 @@ pub struct UnknownPolicy {
 impl fmt::Display for UnknownPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let known: Vec<&str> = catalog().iter().map(|p| p.name).collect();
+        let stages: Vec<&str> = crate::stage::STAGES.iter().map(|(n, _, _)| *n).collect();
         write!(
             f,
-            "unknown policy {:?}; known: {}",
+            "unknown policy {:?}; known: {} (a stage may go above any of them: {}+POLICY)",
             self.name,
-            known.join(", ")
+            known.join(", "),
+            stages.join("+POLICY, ")
         )
     }
 }
@@ -93,4 +95,50 @@ pub fn find(name: &str) -> Result<&'static PolicyInfo, UnknownPolicy> {
 /// A fresh policy called `name`, with default tunables.
 pub fn build(name: &str) -> Result<Box<dyn Policy>, UnknownPolicy> {
     find(name).map(|info| (info.build)())
+}
+
+/// A policy with an optional stage above it, as `STAGE+POLICY` names it (`throttle+deadline`).
+pub struct Stack {
+    /// The stage's name, if any.
+    pub stage: Option<&'static str>,
+    /// The policy's catalog entry.
+    pub policy: &'static PolicyInfo,
+}
+
+impl Stack {
+    /// Parses `POLICY` or `STAGE+POLICY`.
+    pub fn parse(spec: &str) -> Result<Stack, UnknownPolicy> {
+        let unknown = || UnknownPolicy {
+            name: spec.to_string(),
+        };
+        match spec.split_once('+') {
+            None => Ok(Stack {
+                stage: None,
+                policy: find(spec.trim())?,
+            }),
+            Some((stage, policy)) => {
+                let stage = crate::stage::STAGES
+                    .iter()
+                    .find(|(name, _, _)| *name == stage.trim())
+                    .map(|(name, _, _)| *name)
+                    .ok_or_else(unknown)?;
+                if policy.contains('+') {
+                    return Err(unknown());
+                }
+                Ok(Stack {
+                    stage: Some(stage),
+                    policy: find(policy.trim())?,
+                })
+            }
+        }
+    }
+
+    /// A fresh elevator with this stack and `nr_requests`.
+    pub fn elevator(&self, nr_requests: u32) -> crate::Elevator {
+        let elevator = crate::Elevator::new((self.policy.build)(), nr_requests);
+        match self.stage.and_then(crate::stage::build) {
+            Some(stage) => elevator.with_stage(stage),
+            None => elevator,
+        }
+    }
 }
