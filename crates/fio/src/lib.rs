@@ -18,5 +18,5 @@ pub mod stats;
 pub mod workload;
 
 pub use job::{Amount, BlockSize, DataDir, Engine, JobFile, JobSpec, Location, Note, RwMode};
-pub use report::{DiskUtil, Parameter, RunReport};
+pub use report::{DiskAccounting, DiskUtil, Parameter, RunReport};
 pub use stats::{DirStats, JobResult, Latency, TimeSeries};
