@@ -17,6 +17,8 @@ pub mod report;
 pub mod stats;
 pub mod workload;
 
-pub use job::{Amount, BlockSize, DataDir, Engine, JobFile, JobSpec, Location, Note, RwMode};
+pub use job::{
+    Amount, BlockSize, DataDir, Engine, JobFile, JobSpec, Location, Note, RwMode, Verify,
+};
 pub use report::{DiskAccounting, DiskUtil, Parameter, RunReport};
 pub use stats::{DirStats, JobResult, Latency, TimeSeries};

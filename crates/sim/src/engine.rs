@@ -212,7 +212,29 @@ impl Simulation {
                 &mut groups,
             )?);
         }
-        let notes = file.notes.iter().map(|n| n.to_string()).collect();
+        let mut notes: Vec<String> = file.notes.iter().map(|n| n.to_string()).collect();
+        for spec in &file.jobs {
+            let Some(verify) = &spec.verify else {
+                continue;
+            };
+            if spec.writes() && verify.do_verify {
+                return Err(SimError::new(format!(
+                    "{}: verify={}: refused: fio reads back and checks what the job wrote, a \
+                     read phase the simulator does not model (do_verify=0 keeps the option \
+                     without the phase; the real engine, --engine real, runs it)",
+                    verify.location, verify.method
+                )));
+            }
+            let note = iosched_fio::Note {
+                location: verify.location.clone(),
+                option: "verify".into(),
+                message: "no meaning in simulation: there is no data to verify".into(),
+            }
+            .to_string();
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
         Ok(Simulation {
             now: 0,
             events: EventQueue::new(),
