@@ -29,20 +29,21 @@
 //! [`Outcome::completed`] count them).
 
 use crate::buffer::AlignedBuf;
-use crate::error::{job_prefix, JobError};
+use crate::error::{job_label, job_prefix, JobError};
 use crate::files::{self, Files, JobFile};
 use crate::ring::{Core, Finished, Target};
+use crate::verify;
 use crate::UringError;
 use iosched_core::{
     elevator::default_nr_requests, policies, time::SECOND, Elevator, FlowId, GroupId, Groups,
     Nanos, Op, Policy, Request, RequestId,
 };
-use iosched_fio::random::{derive_seed, Rng};
+use iosched_fio::random::{derive_seed, mix64, Rng};
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
 use iosched_fio::stats::iodepth_bucket;
 use iosched_fio::workload::{Generator, NextIo};
 use iosched_fio::{BlockSize, DataDir, JobResult, JobSpec, Parameter, RunReport, RwMode};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 /// Default most commands in flight on the device at once.
@@ -154,11 +155,43 @@ fn check_job(job: &JobSpec) -> Result<(), UringError> {
             ));
         }
     }
-    if let Some(verify) = &job.verify {
-        return Err(UringError::new(format!(
-            "{}: verify={}: refused: verification is not implemented yet",
-            verify.location, verify.method
-        )));
+    if let Some(spec) = &job.verify {
+        let refuse = |why: String| {
+            UringError::new(format!(
+                "{}: {}: verify={}: refused: {why}",
+                spec.location,
+                job_label(job),
+                spec.method
+            ))
+        };
+        if !verify::supported(&spec.method) {
+            return Err(refuse(
+                "the real engine checks crc32c only; use verify=crc32c".into(),
+            ));
+        }
+        if matches!(job.rw, RwMode::ReadWrite | RwMode::RandReadWrite) {
+            return Err(refuse(format!(
+                "verifying a mixed job (rw={}) is not supported: write with verify in one job, \
+                 then read with verify in a later one (stonewall)",
+                job.rw.name()
+            )));
+        }
+        if job.bs.iter().any(|bs| !matches!(bs, BlockSize::Fixed(_))) {
+            return Err(refuse(
+                "verification needs one fixed block size (bs=), not a range or a split".into(),
+            ));
+        }
+        if let Some(size) = job
+            .bs
+            .iter()
+            .map(BlockSize::min)
+            .find(|&size| size < verify::HEADER_LEN as u64)
+        {
+            return Err(refuse(format!(
+                "a {size}-byte block cannot hold the {}-byte verify header",
+                verify::HEADER_LEN
+            )));
+        }
     }
     Ok(())
 }
@@ -171,6 +204,8 @@ enum Phase {
     Running,
     /// Issues nothing more; waits for its I/O in flight.
     Draining,
+    /// Reading back and checking what it wrote (`verify` with `do_verify`).
+    Verifying,
     /// Finished.
     Done,
 }
@@ -191,6 +226,36 @@ struct Io {
     admitted: Nanos,
     /// Index in the job's buffers.
     buffer: Option<usize>,
+    /// What to check in the data read.
+    check: Check,
+}
+
+/// What a completed read is checked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Check {
+    /// Nothing.
+    None,
+    /// A verify header and checksum (a reading job with `verify`).
+    Header,
+    /// Those, and the seed this run wrote the block with (the read-back phase).
+    Written(u64),
+}
+
+/// A job's verification: what it wrote, and how far the read-back has got.
+struct VerifyState {
+    /// Read back what was written when the writes are done (`do_verify`).
+    read_back: bool,
+    /// Every block written, latest write per place: (file, offset) -> (length, seed).
+    written: BTreeMap<(usize, u64), (u64, u64)>,
+    /// Seed of the job's block patterns.
+    seed: u64,
+    writes: u64,
+    /// The read-back queue, in file and offset order, and the next entry to issue.
+    queue: Vec<((usize, u64), (u64, u64))>,
+    next: usize,
+    started: bool,
+    /// Blocks that did not verify.
+    failures: u64,
 }
 
 struct JobRun {
@@ -222,6 +287,8 @@ struct JobRun {
     files: Vec<JobFile>,
     buffers: Vec<AlignedBuf>,
     free: Vec<usize>,
+    /// Verification, when the job asked for it.
+    verify: Option<VerifyState>,
     /// The job met an error and stopped issuing.
     failed: bool,
     error_count: u64,
@@ -289,6 +356,16 @@ impl JobRun {
             files: files.to_vec(),
             buffers,
             free: (0..depth as usize).rev().collect(),
+            verify: spec.verify.as_ref().map(|verify| VerifyState {
+                read_back: verify.do_verify && spec.writes(),
+                written: BTreeMap::new(),
+                seed: mix64(stream_seed ^ 0x7665_7269_6679),
+                writes: 0,
+                queue: Vec::new(),
+                next: 0,
+                started: false,
+                failures: 0,
+            }),
             failed: false,
             error_count: 0,
             result: JobResult::for_job(spec, index as u32 + 1),
@@ -483,6 +560,10 @@ impl Engine {
 
     /// Issues as much I/O as job `index` may issue now.
     fn pump(&mut self, index: usize, now: Nanos) {
+        if self.jobs[index].phase == Phase::Verifying {
+            self.pump_verify(index, now);
+            return;
+        }
         loop {
             let run = &mut self.jobs[index];
             if run.phase != Phase::Running {
@@ -548,6 +629,32 @@ impl Engine {
         }
     }
 
+    /// Issues read-backs of what job `index` wrote, and ends the job when all are checked.
+    fn pump_verify(&mut self, index: usize, now: Nanos) {
+        loop {
+            let run = &mut self.jobs[index];
+            let state = run.verify.as_mut().expect("a verifying job verifies");
+            if state.next == state.queue.len() {
+                if run.in_flight == 0 {
+                    self.finish_job(index, now);
+                }
+                return;
+            }
+            if run.in_flight >= run.depth {
+                return;
+            }
+            let ((file, offset), (len, seed)) = state.queue[state.next];
+            state.next += 1;
+            let io = NextIo {
+                dir: DataDir::Read,
+                offset,
+                len,
+                file,
+            };
+            self.issue_checked(index, io, now, Check::Written(seed));
+        }
+    }
+
     fn new_id(&mut self) -> RequestId {
         let id = RequestId(self.next_id);
         self.next_id += 1;
@@ -555,6 +662,14 @@ impl Engine {
     }
 
     fn issue(&mut self, index: usize, io: NextIo, now: Nanos) {
+        let check = match (&self.jobs[index].verify, io.dir) {
+            (Some(_), DataDir::Read) => Check::Header,
+            _ => Check::None,
+        };
+        self.issue_checked(index, io, now, check);
+    }
+
+    fn issue_checked(&mut self, index: usize, io: NextIo, now: Nanos, check: Check) {
         let id = self.new_id();
         let run = &mut self.jobs[index];
         let (op, sync) = match io.dir {
@@ -567,6 +682,12 @@ impl Engine {
             .free
             .pop()
             .expect("a job has a buffer for each I/O it may have in flight");
+        if let (Some(state), DataDir::Write) = (&mut run.verify, io.dir) {
+            state.writes += 1;
+            let seed = mix64(state.seed ^ state.writes);
+            verify::fill(&mut run.buffers[buffer][..io.len as usize], io.offset, seed);
+            state.written.insert((io.file, io.offset), (io.len, seed));
+        }
         let address = self.files.files[run.files[io.file].file].base + io.offset;
         let request = Request::new(
             id,
@@ -604,6 +725,7 @@ impl Engine {
                 created: now,
                 admitted: now,
                 buffer: Some(buffer),
+                check,
             },
         );
         self.issued += 1;
@@ -639,6 +761,7 @@ impl Engine {
                 created: now,
                 admitted: now,
                 buffer: None,
+                check: Check::None,
             },
         );
         self.issued += 1;
@@ -658,21 +781,27 @@ impl Engine {
         self.completed += 1;
         let at = done.at;
         if let Some((failure, offset)) = done.error {
-            let op = if io.flush { Op::Flush } else { done.request.op };
-            self.job_error(
-                io.job,
-                io.file,
-                (!io.flush).then_some(offset),
-                failure.errno(),
-                failure.describe(op),
-            );
+            let (op, offset) = if io.flush {
+                (Op::Flush, None)
+            } else {
+                (done.request.op, Some(offset))
+            };
+            let message = match offset {
+                Some(offset) => format!("{} at byte offset {offset}", failure.describe(op)),
+                None => failure.describe(op),
+            };
+            self.job_error(io.job, io.file, offset, failure.errno(), message, true);
+        } else if io.check != Check::None {
+            self.check(&io);
         }
         let run = &mut self.jobs[io.job];
         run.in_flight -= 1;
         if let Some(buffer) = io.buffer {
             run.free.push(buffer);
         }
-        let counted = at >= run.measure_start && run.deadline.is_none_or(|d| at <= d);
+        let verifying = run.phase == Phase::Verifying;
+        let counted =
+            at >= run.measure_start && (verifying || run.deadline.is_none_or(|d| at <= d));
         if done.error.is_none() && counted {
             if io.flush {
                 run.result.sync.record(at - io.created);
@@ -701,8 +830,38 @@ impl Engine {
         }
     }
 
-    /// Records an error of job `index` on its file `file`, and stops the job (fio's default,
-    /// `continue_on_error=none`).
+    /// Checks the data `io` read against its verify header.
+    fn check(&mut self, io: &Io) {
+        let run = &mut self.jobs[io.job];
+        let buffer = io.buffer.expect("a checked read has a buffer");
+        let expected = match io.check {
+            Check::Written(seed) => Some(seed),
+            _ => None,
+        };
+        let data = &run.buffers[buffer][..io.bytes as usize];
+        let Err(mismatch) = verify::check(data, io.offset, expected) else {
+            return;
+        };
+        if let Some(state) = &mut run.verify {
+            state.failures += 1;
+        }
+        let message = format!(
+            "verify=crc32c failed at byte offset {} (in the {}-byte block at offset {}): {}",
+            mismatch.at, io.bytes, io.offset, mismatch.what
+        );
+        // fio checks every block before failing the job (verify_fatal=0).
+        self.job_error(
+            io.job,
+            io.file,
+            Some(mismatch.at),
+            libc::EILSEQ,
+            message,
+            false,
+        );
+    }
+
+    /// Records an error of job `index` on its file `file`; with `stop`, the job issues nothing
+    /// more (fio's default for I/O errors, `continue_on_error=none`).
     fn job_error(
         &mut self,
         index: usize,
@@ -710,6 +869,7 @@ impl Engine {
         offset: Option<u64>,
         errno: i32,
         message: String,
+        stop: bool,
     ) {
         let name = self.files.files[self.jobs[index].files[file].file]
             .name
@@ -719,16 +879,14 @@ impl Engine {
             run.result.error = errno;
         }
         run.error_count += 1;
-        run.failed = true;
-        if run.phase == Phase::Running {
-            run.phase = Phase::Draining;
-            run.staged = None;
+        if stop {
+            run.failed = true;
+            if matches!(run.phase, Phase::Running | Phase::Verifying) {
+                run.phase = Phase::Draining;
+                run.staged = None;
+            }
         }
         if run.error_count <= ERRORS_PER_JOB {
-            let message = match offset {
-                Some(offset) => format!("{message} at byte offset {offset}"),
-                None => message,
-            };
             self.errors.push(JobError {
                 job: index,
                 job_name: job_prefix(&run.spec),
@@ -751,10 +909,19 @@ impl Engine {
             }
             return;
         }
+        if let Some(state) = &mut run.verify {
+            if state.read_back && !state.started && !run.failed {
+                state.started = true;
+                state.queue = std::mem::take(&mut state.written).into_iter().collect();
+                run.phase = Phase::Verifying;
+                return;
+            }
+        }
         run.phase = Phase::Done;
+        let verified = run.verify.as_ref().is_some_and(|state| state.started);
         let ended_at = match run.deadline {
-            Some(deadline) => now.min(deadline),
-            None => now,
+            Some(deadline) if !verified => now.min(deadline),
+            _ => now,
         };
         let runtime = ended_at.saturating_sub(run.measure_start);
         run.result.finish(runtime);
@@ -817,6 +984,22 @@ impl Engine {
         let mut notes = std::mem::take(&mut self.notes);
         notes.extend(self.core.warnings.iter().cloned());
         for run in &self.jobs {
+            if let Some(state) = &run.verify {
+                let outcome = match (state.started, state.failures) {
+                    (true, 0) => format!("all {} read back and verified", state.queue.len()),
+                    (true, n) => format!("{n} of {} read back did not verify", state.queue.len()),
+                    (false, 0) if !run.spec.writes() => "every block read verified".into(),
+                    (false, n) if !run.spec.writes() => {
+                        format!("{n} blocks read did not verify")
+                    }
+                    (false, _) => "not read back (do_verify=0, or the job failed)".into(),
+                };
+                notes.push(format!(
+                    "{}verify=crc32c: {} blocks written with a verify header; {outcome}",
+                    job_prefix(&run.spec),
+                    state.writes,
+                ));
+            }
             if run.error_count > ERRORS_PER_JOB {
                 notes.push(format!(
                     "{}{} more errors not listed",

@@ -28,17 +28,20 @@ impl UringError {
 
 /// `FILE:LINE: job "NAME": ` (clone number added when the job has clones).
 pub(crate) fn job_prefix(job: &JobSpec) -> String {
-    let place = if job.location.line > 0 {
-        format!("{}: ", job.location)
+    if job.location.line > 0 {
+        format!("{}: {}: ", job.location, job_label(job))
     } else {
-        String::new()
-    };
-    let clone = if job.numjobs > 1 {
-        format!(" (clone {})", job.clone)
+        format!("{}: ", job_label(job))
+    }
+}
+
+/// `job "NAME"`, with ` (clone N)` when the job has clones.
+pub(crate) fn job_label(job: &JobSpec) -> String {
+    if job.numjobs > 1 {
+        format!("job {:?} (clone {})", job.name, job.clone)
     } else {
-        String::new()
-    };
-    format!("{place}job {:?}{clone}: ", job.name)
+        format!("job {:?}", job.name)
+    }
 }
 
 impl fmt::Display for UringError {

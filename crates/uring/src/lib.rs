@@ -28,6 +28,7 @@ mod error;
 mod files;
 mod ring;
 pub mod sqe;
+pub mod verify;
 
 pub use buffer::AlignedBuf;
 pub use engine::{run, run_with_policy, Outcome, UringConfig, DEFAULT_DEVICE_DEPTH};
