@@ -424,6 +424,31 @@ fn open(job: &JobSpec, file: &mut OpenFile) -> Result<RawFd, UringError> {
     Ok(fd)
 }
 
+/// Opens `path` for the library's [`Scheduler`](crate::Scheduler): read and write, direct or
+/// not, creating nothing.
+pub(crate) fn open_for_scheduler(path: &Path, direct: bool) -> Result<(File, u64), UringError> {
+    let mut flags = libc::O_CLOEXEC;
+    if direct {
+        flags |= libc::O_DIRECT;
+    }
+    let name = path.display().to_string();
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|error| {
+            let mut job = JobSpec::new("scheduler");
+            job.numjobs = 1;
+            let text = open_error(&job, &name, &error, true, direct).to_string();
+            UringError::new(text.trim_start_matches("job \"scheduler\": ").to_string())
+        })?;
+    let size = file
+        .seek(SeekFrom::End(0))
+        .map_err(|error| UringError::new(format!("cannot measure {name:?}: {error}")))?;
+    Ok((file, size))
+}
+
 /// A fresh write buffer of `len` bytes filled with pseudo-random data.
 pub(crate) fn random_buffer(len: usize, seed: u64) -> AlignedBuf {
     let mut buffer = AlignedBuf::zeroed(len);

@@ -6,6 +6,9 @@
 //! - [`run`] runs a parsed fio job file ([`iosched_fio::JobFile`]) and fills the same
 //!   [`RunReport`](iosched_fio::RunReport) the simulator fills, so `iosched_fio::output`
 //!   renders fio's normal text and JSON from a real run.
+//! - [`Scheduler`] schedules an application's own I/O on a file or device: threads submit
+//!   requests with a flow, a group and a priority, and get completions back (see the
+//!   [`scheduler`] module and `examples/scheduled_app.rs`).
 //!
 //! # Design
 //!
@@ -27,9 +30,13 @@ pub mod engine;
 mod error;
 mod files;
 mod ring;
+pub mod scheduler;
 pub mod sqe;
 pub mod verify;
 
 pub use buffer::AlignedBuf;
 pub use engine::{run, run_with_policy, Outcome, UringConfig, DEFAULT_DEVICE_DEPTH};
 pub use error::{JobError, UringError};
+pub use scheduler::{
+    Client, Completion, IoRequest, Scheduler, SchedulerConfig, SchedulerStats, SubmitError, Ticket,
+};

@@ -383,6 +383,18 @@ impl Core {
         ))
     }
 
+    /// Arms the poll that wakes [`Core::wait`] when `fd` (an eventfd) becomes readable.
+    pub fn arm_wake(&mut self, fd: RawFd) -> Result<(), UringError> {
+        if !self.wake_armed {
+            let entry = io_uring::opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32)
+                .build()
+                .user_data(WAKE);
+            self.push(entry)?;
+            self.wake_armed = true;
+        }
+        Ok(())
+    }
+
     /// Submits what is queued and sleeps until a completion arrives or `until` (or the policy's
     /// wake-up, if earlier) passes. Returns at once when a completion is already waiting or
     /// nothing could ever complete.
