@@ -1,5 +1,7 @@
 //! The real engine on temporary files: no root, no loop device.
 
+mod common;
+
 use iosched_fio::parse::parse_str;
 use iosched_fio::{output, DataDir};
 use iosched_uring::{run, UringConfig};
@@ -20,6 +22,9 @@ fn config(policy: &str) -> UringConfig {
 // once, with plausible figures, and renders as fio's text and JSON.
 #[test]
 fn random_reads_on_a_temp_file_complete_once() {
+    if !common::uring_available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("data");
     for policy in ["noop", "deadline"] {
@@ -66,6 +71,9 @@ fn random_reads_on_a_temp_file_complete_once() {
 // Proves a missing file without size= is a clear error naming the job and the file.
 #[test]
 fn missing_file_is_named() {
+    if !common::uring_available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("absent");
     let text = format!("[lost]\nfilename={}\nrw=read\n", path.display());
@@ -123,6 +131,9 @@ const CAP_SYS_NICE: u32 = 23;
 // thread without the capabilities that let root read anything.
 #[test]
 fn permission_denied_is_named() {
+    if !common::uring_available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("private");
     std::fs::write(&path, vec![0u8; 1 << 20]).unwrap();
@@ -151,6 +162,9 @@ fn permission_denied_is_named() {
 // and every request still completes once; the policy and the report still see RT.
 #[test]
 fn refused_real_time_priority_falls_back_to_best_effort() {
+    if !common::uring_available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("data");
     let text = format!(
@@ -197,6 +211,9 @@ fn refused_real_time_priority_falls_back_to_best_effort() {
 // Proves a root run sends RT priorities without falling back (skipped without the capability).
 #[test]
 fn real_time_priority_is_accepted_with_the_capability() {
+    if !common::uring_available() {
+        return;
+    }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: needs root (CAP_SYS_NICE or CAP_SYS_ADMIN) to send RT priorities");

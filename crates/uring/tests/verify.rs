@@ -1,6 +1,8 @@
 //! verify=crc32c on the real engine: what a job writes it reads back and checks, and a
 //! corrupted block is found and named by file and byte offset.
 
+mod common;
+
 use iosched_fio::parse::parse_str;
 use iosched_fio::DataDir;
 use iosched_uring::{run, UringConfig};
@@ -13,6 +15,9 @@ fn parse(text: &str) -> iosched_fio::JobFile {
 
 #[test]
 fn verify_finds_a_corrupted_block() {
+    if !common::uring_available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("data");
     let config = UringConfig {
@@ -90,6 +95,9 @@ fn verify_finds_a_corrupted_block() {
 
 #[test]
 fn unsupported_verify_methods_are_refused_with_their_line() {
+    if !common::uring_available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("data");
     let text = format!(

@@ -1,6 +1,8 @@
 //! A policy's `WaitUntil` is honoured on the real engine: nothing is dispatched before the
 //! time it names, and the engine sleeps until then instead of polling the policy.
 
+mod common;
+
 use iosched_core::{Dispatch, Nanos, Policy, Request};
 use iosched_fio::parse::parse_str;
 use iosched_fio::DataDir;
@@ -55,6 +57,9 @@ impl Policy for Hold {
 
 #[test]
 fn wait_until_is_honoured_with_a_timer() {
+    if !common::uring_available() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("data");
     let text = format!(
