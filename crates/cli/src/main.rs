@@ -1,4 +1,4 @@
-//! `iosched`: run fio jobs under any scheduling policy on a simulated (or, later, real) device.
+//! `iosched`: run fio jobs under any scheduling policy on a simulated or real device.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -15,7 +15,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a fio job file under a policy on a simulated device.
+    /// Run a fio job file under a policy, simulated or on a real file or device (--engine real).
     Run(run::RunArgs),
     /// Run the same jobs under several policies and show them side by side.
     Compare(compare::CompareArgs),

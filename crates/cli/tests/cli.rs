@@ -408,3 +408,61 @@ fn group_settings_from_flags_and_files() {
     let stage = iosched(&["run", &job, "--policy", "turbo+deadline"]);
     assert!(!stage.status.success() && stderr(&stage).contains("turbo+deadline"));
 }
+
+// Proves `--engine real` runs a job on a real file (created with size=), `--filename`
+// overrides the jobs' files, JSON comes out clean, and the sim-only options are refused
+// with the real ones and vice versa.
+#[test]
+fn real_engine_runs_on_a_file() {
+    let dir = scratch("real");
+    let job = write(
+        &dir,
+        "job.fio",
+        "[r]\nfilename=elsewhere\nsize=4m\nrw=randread\ndirect=1\nioengine=io_uring\niodepth=8\nio_size=1m\n",
+    );
+    let data = dir.join("data").to_string_lossy().into_owned();
+    let output = iosched(&[
+        "run",
+        &job,
+        "--engine",
+        "real",
+        "--filename",
+        &data,
+        "--policy",
+        "noop",
+        "--device-depth",
+        "4",
+        "--set",
+        "nr_requests=16",
+        "--output-format",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("engine io_uring, policy noop, device depth 4"));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["jobs"][0]["read"]["total_ios"], 256);
+    assert_eq!(std::fs::metadata(&data).unwrap().len(), 4 << 20);
+    assert!(!Path::new("elsewhere").exists());
+
+    let sim_only = iosched(&["run", &job, "--device-depth", "4"]);
+    assert!(!sim_only.status.success());
+    assert!(
+        stderr(&sim_only).contains("--engine real"),
+        "{}",
+        stderr(&sim_only)
+    );
+
+    let missing = dir.join("missing").to_string_lossy().into_owned();
+    let lost = write(
+        &dir,
+        "lost.fio",
+        &format!("[lost]\nfilename={missing}\nrw=read\n"),
+    );
+    let output = iosched(&["run", &lost, "--engine", "real"]);
+    assert!(!output.status.success());
+    let message = stderr(&output);
+    assert!(message.contains("lost.fio:1: job \"lost\""), "{message}");
+    assert!(message.contains("does not exist"), "{message}");
+    assert!(!message.contains("panicked"), "{message}");
+    std::fs::remove_dir_all(&dir).ok();
+}

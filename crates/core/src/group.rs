@@ -171,6 +171,19 @@ impl fmt::Display for SettingError {
 
 impl std::error::Error for SettingError {}
 
+/// One write to a group's io controller file, as `echo 500 > /sys/fs/cgroup/vm1/io.weight`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSetting {
+    /// The group, as fio's `cgroup=` names it (`/vm1`, `vm1/db`).
+    pub path: String,
+    /// `io.weight`, `io.max` or `io.prio.class`.
+    pub file: String,
+    /// What is written.
+    pub value: String,
+    /// Where it came from, for errors (`groups.conf:3`, `--group ...`).
+    pub origin: String,
+}
+
 /// The io controller files a group has.
 pub const SETTING_FILES: &[&str] = &["io.weight", "io.max", "io.prio.class"];
 
@@ -401,6 +414,19 @@ impl Groups {
             });
         }
         self.entries[id.0 as usize].settings.set(file, value)
+    }
+
+    /// Applies `settings` in order, creating the groups they name; an error names the
+    /// setting's origin, the group and the problem.
+    pub fn apply(&mut self, settings: &[GroupSetting]) -> Result<(), String> {
+        for setting in settings {
+            let id = self
+                .intern(&setting.path)
+                .map_err(|e| format!("{}: {e}", setting.origin))?;
+            self.set(id, &setting.file, &setting.value)
+                .map_err(|e| format!("{}: group {}: {e}", setting.origin, setting.path))?;
+        }
+        Ok(())
     }
 
     /// `id` and its ancestors up to (not including) the root, nearest first.

@@ -212,6 +212,20 @@ pub enum RandomDistribution {
     Zoned(Vec<(f64, f64)>),
 }
 
+/// fio's `verify=` (any method but `0`) with `do_verify`: the job checks the data it reads.
+/// The parser accepts every method fio knows; each engine says which it can check (the real
+/// engine checks `crc32c`, the simulator has no data and checks none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verify {
+    /// The method as written: `crc32c`, `md5`, `sha256`, ...
+    pub method: String,
+    /// For a job that writes: read every block written back when the writes are done, and
+    /// check it (`do_verify`, default 1). A job that only reads checks every block it reads.
+    pub do_verify: bool,
+    /// Where `verify=` was set.
+    pub location: Location,
+}
+
 /// One job clone, fully resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobSpec {
@@ -273,6 +287,8 @@ pub struct JobSpec {
     pub fsync_every: u32,
     /// Flush when the job ends (`end_fsync`).
     pub end_fsync: bool,
+    /// Data verification (`verify`, `do_verify`), if asked for.
+    pub verify: Option<Verify>,
 
     /// Stall after each thinktime block (`thinktime`).
     pub thinktime: Nanos,
@@ -359,6 +375,14 @@ pub struct JobFile {
 }
 
 impl JobSpec {
+    /// Whether the job writes (any mode but read, randread, trim and randtrim).
+    pub fn writes(&self) -> bool {
+        !matches!(
+            self.rw,
+            RwMode::Read | RwMode::RandRead | RwMode::Trim | RwMode::RandTrim
+        )
+    }
+
     /// A job named `name` with every option at fio's default: `rw=read`, `bs=4k`,
     /// `ioengine=psync`, `iodepth=1`, `direct=0`, `rwmixread=50`, file `name.0.0`, no size.
     pub fn new(name: &str) -> Self {
@@ -398,6 +422,7 @@ impl JobSpec {
             sync_writes: false,
             fsync_every: 0,
             end_fsync: false,
+            verify: None,
             thinktime: 0,
             thinktime_spin: 0,
             thinktime_blocks: 1,

@@ -3,16 +3,22 @@
 //! fio's language in and out: job files are parsed into typed [`JobSpec`]s (with `[global]`
 //! inheritance, `include`, `${ENV}` expansion, fio's size and time suffixes and ranges), and
 //! results are written as fio's normal text and JSON, so that existing fio tooling reads them.
-//! The measurement types ([`stats`]) live here too, shared by the simulator and the real engine.
+//! The measurement types ([`stats`]) live here too, shared by the simulator and the real engine,
+//! and so does the [`workload`] generator that draws each job's I/O as fio does (with its
+//! seeded [`random`] streams): both engines run the same jobs from the same description.
 
 #![warn(missing_docs)]
 
 pub mod job;
 pub mod output;
 pub mod parse;
+pub mod random;
 pub mod report;
 pub mod stats;
+pub mod workload;
 
-pub use job::{Amount, BlockSize, DataDir, Engine, JobFile, JobSpec, Location, Note, RwMode};
-pub use report::{DiskUtil, Parameter, RunReport};
+pub use job::{
+    Amount, BlockSize, DataDir, Engine, JobFile, JobSpec, Location, Note, RwMode, Verify,
+};
+pub use report::{DiskAccounting, DiskUtil, Parameter, RunReport};
 pub use stats::{DirStats, JobResult, Latency, TimeSeries};

@@ -1,7 +1,7 @@
 //! A whole run's results, ready for fio-compatible output.
 
 use crate::stats::JobResult;
-use iosched_core::Nanos;
+use iosched_core::{Direction, Elevator, Nanos};
 
 /// A named parameter of a device or policy, with unit and where its value comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,6 +37,107 @@ pub struct DiskUtil {
     pub in_queue: u64,
     /// Percent of the run during which the device had work.
     pub util: f64,
+}
+
+/// The device counters an engine keeps as `/proc/diskstats` keeps them, from which it reports
+/// [`DiskUtil`]: commands in the device over time, busy time, completions, service time and
+/// merges per direction.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DiskAccounting {
+    in_device: u64,
+    last_change: Nanos,
+    busy_since: Nanos,
+    busy: Nanos,
+    in_queue_area: u128,
+    ios: [u64; 2],
+    ticks: [Nanos; 2],
+    merges: [u64; 2],
+}
+
+impl DiskAccounting {
+    /// Empty counters.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn advance(&mut self, now: Nanos) {
+        self.in_queue_area +=
+            u128::from(self.in_device) * u128::from(now.saturating_sub(self.last_change));
+        self.last_change = now;
+    }
+
+    /// A command entered the device at `now`.
+    pub fn dispatched(&mut self, now: Nanos) {
+        self.advance(now);
+        if self.in_device == 0 {
+            self.busy_since = now;
+        }
+        self.in_device += 1;
+    }
+
+    /// A command of direction `dir` that spent `service` in the device left it; the engine
+    /// noticed at `now`.
+    pub fn completed(&mut self, now: Nanos, dir: Direction, service: Nanos) {
+        self.advance(now);
+        self.in_device -= 1;
+        if self.in_device == 0 {
+            self.busy += now.saturating_sub(self.busy_since);
+        }
+        self.ios[dir as usize] += 1;
+        self.ticks[dir as usize] += service;
+    }
+
+    /// A request of direction `dir` merged into one already queued.
+    pub fn merged(&mut self, dir: Direction) {
+        self.merges[dir as usize] += 1;
+    }
+
+    /// The counters for a run of `duration`, for device `name`.
+    pub fn util(&self, name: &str, duration: Nanos) -> DiskUtil {
+        let util = if duration > 0 {
+            self.busy as f64 * 100.0 / duration as f64
+        } else {
+            0.0
+        };
+        let milliseconds = |nanos: Nanos| nanos / 1_000_000;
+        DiskUtil {
+            name: name.to_string(),
+            read_ios: self.ios[0],
+            write_ios: self.ios[1],
+            read_merges: self.merges[0],
+            write_merges: self.merges[1],
+            read_ticks: milliseconds(self.ticks[0]),
+            write_ticks: milliseconds(self.ticks[1]),
+            in_queue: (self.in_queue_area / 1_000_000) as u64,
+            util,
+        }
+    }
+}
+
+/// The queue and policy tunables in force in `elevator`, as report parameters.
+pub fn tunable_parameters(elevator: &Elevator) -> Vec<Parameter> {
+    elevator
+        .tunables()
+        .into_iter()
+        .map(|(spec, value)| Parameter {
+            name: spec.name.to_string(),
+            value: value.to_string(),
+            unit: spec.unit.symbol().to_string(),
+            note: spec.doc.to_string(),
+        })
+        .collect()
+}
+
+/// The elevator's counters as report counters (`scheduler_inserted`, `_merged`,
+/// `_dispatched`, `_full_waits`).
+pub fn scheduler_counters(elevator: &Elevator) -> Vec<(String, f64)> {
+    let stats = elevator.stats();
+    vec![
+        ("scheduler_inserted".to_string(), stats.inserted as f64),
+        ("scheduler_merged".to_string(), stats.merged as f64),
+        ("scheduler_dispatched".to_string(), stats.dispatched as f64),
+        ("scheduler_full_waits".to_string(), stats.full as f64),
+    ]
 }
 
 /// Everything a run produced.

@@ -1,7 +1,7 @@
 //! Measurements, recorded by the simulator and the real engine alike: latency distributions,
 //! per-direction counters and bandwidth/IOPS time series.
 
-use crate::job::DataDir;
+use crate::job::{DataDir, JobSpec};
 use hdrhistogram::Histogram;
 use iosched_core::{IoPrio, Nanos};
 
@@ -467,6 +467,73 @@ pub struct JobResult {
 }
 
 impl JobResult {
+    /// Empty results for `spec`, which is job number `job_number` (1-based, in file order) in
+    /// the names of its log files.
+    pub fn for_job(spec: &JobSpec, job_number: u32) -> Self {
+        JobResult {
+            name: spec.name.clone(),
+            group_id: spec.group_id,
+            clone: spec.clone,
+            numjobs: spec.numjobs,
+            group_reporting: spec.group_reporting,
+            options: spec.options.clone(),
+            percentile_list: spec.percentile_list.clone(),
+            dirs: std::array::from_fn(|_| DirStats::new(DEFAULT_SAMPLE_INTERVAL)),
+            sync: Latency::new(),
+            runtime: 0,
+            measure_start: 0,
+            iodepth_levels: [0; IODEPTH_LEVELS],
+            error: 0,
+            logs: LogRequest {
+                lat: spec.write_lat_log.clone(),
+                bw: spec.write_bw_log.clone(),
+                iops: spec.write_iops_log.clone(),
+                avg_msec: spec.log_avg_msec,
+                offset: spec.log_offset,
+                prio: spec.log_prio,
+                job_number,
+            },
+            samples: Vec::new(),
+        }
+    }
+
+    /// Records one completed I/O (not a flush) as fio measures it: in its direction's
+    /// statistics and, when the job asked for logs, as a sample. `since_start` is the completion
+    /// time after measurement began; `slat` is `None` for sync engines.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_io(
+        &mut self,
+        dir: DataDir,
+        bytes: u64,
+        offset: u64,
+        prio: IoPrio,
+        slat: Option<Nanos>,
+        clat: Nanos,
+        since_start: Nanos,
+    ) {
+        self.dirs[dir as usize].record(bytes, slat, clat, prio, since_start);
+        if self.logs.any() {
+            self.samples.push(IoSample {
+                at: since_start,
+                dir,
+                bytes,
+                offset,
+                prio,
+                slat,
+                clat,
+            });
+        }
+    }
+
+    /// Ends measurement at `runtime` after it began: pads the time series so that idle
+    /// windows at the end show as zero.
+    pub fn finish(&mut self, runtime: Nanos) {
+        self.runtime = runtime;
+        for dir in &mut self.dirs {
+            dir.series.extend_to(runtime);
+        }
+    }
+
     /// Statistics of direction `dir`.
     pub fn dir(&self, dir: DataDir) -> &DirStats {
         &self.dirs[dir as usize]

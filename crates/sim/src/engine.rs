@@ -25,12 +25,10 @@ use iosched_core::{
     policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, IoPrio, Nanos,
     Op, Request, RequestId,
 };
-use iosched_fio::stats::{
-    iodepth_bucket, IoSample, LogRequest, DEFAULT_SAMPLE_INTERVAL, IODEPTH_LEVELS,
-};
+use iosched_fio::report::{scheduler_counters, tunable_parameters};
+use iosched_fio::stats::iodepth_bucket;
 use iosched_fio::{
-    BlockSize, DataDir, DirStats, DiskUtil, JobFile, JobResult, JobSpec, Latency, Parameter,
-    RunReport,
+    BlockSize, DataDir, DiskAccounting, JobFile, JobResult, JobSpec, Parameter, RunReport,
 };
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -55,18 +53,7 @@ pub struct SimConfig {
     pub group_settings: Vec<GroupSetting>,
 }
 
-/// One write to a group's io controller file, as `echo 500 > /sys/fs/cgroup/vm1/io.weight`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupSetting {
-    /// The group, as fio's `cgroup=` names it (`/vm1`, `vm1/db`).
-    pub path: String,
-    /// `io.weight`, `io.max` or `io.prio.class`.
-    pub file: String,
-    /// What is written.
-    pub value: String,
-    /// Where it came from, for errors (`groups.conf:3`, `--group`).
-    pub origin: String,
-}
+pub use iosched_core::group::GroupSetting;
 
 impl Default for SimConfig {
     fn default() -> Self {
@@ -170,19 +157,6 @@ struct JobRun {
     result: JobResult,
 }
 
-/// Device counters kept by the engine, as /proc/diskstats keeps them.
-#[derive(Clone, Copy, Debug, Default)]
-struct DiskAccounting {
-    in_device: u64,
-    last_change: Nanos,
-    busy_since: Nanos,
-    busy: Nanos,
-    in_queue_area: u128,
-    ios: [u64; 2],
-    ticks: [Nanos; 2],
-    merges: [u64; 2],
-}
-
 /// A simulation in progress.
 pub struct Simulation {
     now: Nanos,
@@ -251,44 +225,22 @@ impl Simulation {
             policies::Stack::parse(&config.policy).map_err(|e| SimError::new(e.to_string()))?;
         let nr_requests = iosched_core::elevator::default_nr_requests(device.queue_depth());
         let mut elevator = stack.elevator(nr_requests);
-        // `POLICY.NAME` settings apply to that policy (or stage) only, so one list can serve a
-        // comparison of several policies; plain names apply to whichever policy runs.
-        let running = stack.policy.name;
+        // The host's own tunables (wakeup_latency) are the simulator's; the rest go to the
+        // queue, the stage and the policy (`POLICY.NAME` and `STAGE.NAME` scoped to them).
         let mut wakeup_latency = HOST_TUNABLES[0].default * 1_000;
+        let mut settings = Vec::with_capacity(config.policy_settings.len());
         for (name, value) in &config.policy_settings {
             if let Ok(spec) = iosched_core::tunable::find(HOST_TUNABLES, name) {
                 let micros = spec
                     .parse(value)
                     .map_err(|e| SimError::new(e.to_string()))?;
                 wakeup_latency = micros * 1_000;
-                continue;
+            } else {
+                settings.push((name.clone(), value.clone()));
             }
-            let name = match name.split_once('.') {
-                Some((stage, tunable))
-                    if iosched_core::stage::STAGES
-                        .iter()
-                        .any(|(n, _, _)| *n == stage) =>
-                {
-                    if stack.stage != Some(stage) {
-                        continue;
-                    }
-                    tunable
-                }
-                Some((policy, tunable)) => {
-                    let named = policies::find(policy)
-                        .map_err(|e| SimError::new(e.to_string()))?
-                        .name;
-                    if named != running {
-                        continue;
-                    }
-                    tunable
-                }
-                None => name.as_str(),
-            };
-            elevator
-                .set(name, value)
-                .map_err(|e| SimError::new(e.to_string()))?;
         }
+        policies::apply_settings(&mut elevator, &settings)
+            .map_err(|e| SimError::new(e.to_string()))?;
         let layout: Layout = layout::plan(&file.jobs, device.capacity())?;
         let mut groups = Groups::new();
         let mut jobs = Vec::with_capacity(file.jobs.len());
@@ -301,16 +253,33 @@ impl Simulation {
                 &mut groups,
             )?);
         }
-        for setting in &config.group_settings {
-            let id = groups
-                .intern(&setting.path)
-                .map_err(|e| SimError::new(format!("{}: {e}", setting.origin)))?;
-            groups.set(id, &setting.file, &setting.value).map_err(|e| {
-                SimError::new(format!("{}: group {}: {e}", setting.origin, setting.path))
-            })?;
-        }
+        groups
+            .apply(&config.group_settings)
+            .map_err(SimError::new)?;
         elevator.set_groups(&groups);
-        let notes = file.notes.iter().map(|n| n.to_string()).collect();
+        let mut notes: Vec<String> = file.notes.iter().map(|n| n.to_string()).collect();
+        for spec in &file.jobs {
+            let Some(verify) = &spec.verify else {
+                continue;
+            };
+            if spec.writes() && verify.do_verify {
+                return Err(SimError::new(format!(
+                    "{}: verify={}: refused: fio reads back and checks what the job wrote, a \
+                     read phase the simulator does not model (do_verify=0 keeps the option \
+                     without the phase; the real engine, --engine real, runs it)",
+                    verify.location, verify.method
+                )));
+            }
+            let note = iosched_fio::Note {
+                location: verify.location.clone(),
+                option: "verify".into(),
+                message: "no meaning in simulation: there is no data to verify".into(),
+            }
+            .to_string();
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
         Ok(Simulation {
             now: 0,
             events: EventQueue::new(),
@@ -325,7 +294,7 @@ impl Simulation {
             policy_wake: None,
             policy_generation: 0,
             done: Vec::new(),
-            disk: DiskAccounting::default(),
+            disk: DiskAccounting::new(),
             seed: config.seed,
             time_limit: config.time_limit,
             groups,
@@ -390,31 +359,7 @@ impl Simulation {
         } else {
             1
         };
-        let result = JobResult {
-            name: spec.name.clone(),
-            group_id: spec.group_id,
-            clone: spec.clone,
-            numjobs: spec.numjobs,
-            group_reporting: spec.group_reporting,
-            options: spec.options.clone(),
-            percentile_list: spec.percentile_list.clone(),
-            dirs: std::array::from_fn(|_| DirStats::new(DEFAULT_SAMPLE_INTERVAL)),
-            sync: Latency::new(),
-            runtime: 0,
-            measure_start: 0,
-            iodepth_levels: [0; IODEPTH_LEVELS],
-            error: 0,
-            logs: LogRequest {
-                lat: spec.write_lat_log.clone(),
-                bw: spec.write_bw_log.clone(),
-                iops: spec.write_iops_log.clone(),
-                avg_msec: spec.log_avg_msec,
-                offset: spec.log_offset,
-                prio: spec.log_prio,
-                job_number: index as u32 + 1,
-            },
-            samples: Vec::new(),
-        };
+        let result = JobResult::for_job(spec, index as u32 + 1);
         Ok(JobRun {
             spec: spec.clone(),
             flow: FlowId(index as u32),
@@ -744,10 +689,10 @@ impl Simulation {
     fn try_admit(&mut self, mut request: Request) -> Result<(), Request> {
         request.arrival = self.now;
         let id = request.id.0;
-        let dir = request.direction() as usize;
+        let dir = request.direction();
         let admitted = self.elevator.submit(request, self.now)?;
         if admitted == Admitted::Merged {
-            self.disk.merges[dir] += 1;
+            self.disk.merged(dir);
         }
         self.ios
             .get_mut(&id)
@@ -803,7 +748,7 @@ impl Simulation {
         while self.device.in_flight() < self.device.queue_depth() {
             match self.elevator.dispatch(self.now) {
                 Dispatch::Request(request) => {
-                    self.account_device(1);
+                    self.disk.dispatched(self.now);
                     for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
                         let io = self.ios.get_mut(&id.0).expect("dispatched I/O is tracked");
                         io.dispatched = self.now;
@@ -829,30 +774,10 @@ impl Simulation {
         dispatched_any
     }
 
-    fn account_device(&mut self, delta: i64) {
-        let disk = &mut self.disk;
-        let now = self.now;
-        disk.in_queue_area += u128::from(disk.in_device) * u128::from(now - disk.last_change);
-        disk.last_change = now;
-        if delta > 0 {
-            if disk.in_device == 0 {
-                disk.busy_since = now;
-            }
-            disk.in_device += 1;
-        } else {
-            disk.in_device -= 1;
-            if disk.in_device == 0 {
-                disk.busy += now - disk.busy_since;
-            }
-        }
-    }
-
     fn complete(&mut self, request: Request, at: Nanos) {
-        self.account_device(-1);
-        let dir = request.direction() as usize;
         let dispatched = self.ios[&request.id.0].dispatched;
-        self.disk.ios[dir] += 1;
-        self.disk.ticks[dir] += at - dispatched;
+        self.disk
+            .completed(self.now, request.direction(), at - dispatched);
         self.elevator.completed(&request, at);
         let carrier_id = request.id;
         if self.wakeup_latency == 0 {
@@ -895,24 +820,15 @@ impl Simulation {
                 } else {
                     (None, at - io.created)
                 };
-                run.result.dirs[io.dir as usize].record(
+                run.result.record_io(
+                    io.dir,
                     io.bytes,
+                    io.offset,
+                    io.prio,
                     slat,
                     clat,
-                    io.prio,
                     at - run.measure_start,
                 );
-                if run.result.logs.any() {
-                    run.result.samples.push(IoSample {
-                        at: at - run.measure_start,
-                        dir: io.dir,
-                        bytes: io.bytes,
-                        offset: io.offset,
-                        prio: io.prio,
-                        slat,
-                        clat,
-                    });
-                }
             }
         }
         match run.phase {
@@ -959,50 +875,22 @@ impl Simulation {
 
     fn report(&mut self) -> RunReport {
         let duration = self.now;
-        let disk = &self.disk;
-        let util = if duration > 0 {
-            disk.busy as f64 * 100.0 / duration as f64
-        } else {
-            0.0
-        };
-        let milliseconds = |nanos: Nanos| nanos / 1_000_000;
-        let disk_util = DiskUtil {
-            name: self.device.model().to_string(),
-            read_ios: disk.ios[0],
-            write_ios: disk.ios[1],
-            read_merges: disk.merges[0],
-            write_merges: disk.merges[1],
-            read_ticks: milliseconds(disk.ticks[0]),
-            write_ticks: milliseconds(disk.ticks[1]),
-            in_queue: (disk.in_queue_area / 1_000_000) as u64,
-            util,
-        };
-        let mut tunables: Vec<(TunableSpec, u64)> = self.elevator.tunables();
-        tunables.push((HOST_TUNABLES[0], self.wakeup_latency / 1_000));
-        let tunables = tunables
-            .into_iter()
-            .map(|(spec, value)| Parameter {
-                name: spec.name.to_string(),
-                value: value.to_string(),
-                unit: spec.unit.symbol().to_string(),
-                note: spec.doc.to_string(),
-            })
-            .collect();
+        let disk_util = self.disk.util(self.device.model(), duration);
+        let mut tunables = tunable_parameters(&self.elevator);
+        let host = HOST_TUNABLES[0];
+        tunables.push(Parameter {
+            name: host.name.to_string(),
+            value: (self.wakeup_latency / 1_000).to_string(),
+            unit: host.unit.symbol().to_string(),
+            note: host.doc.to_string(),
+        });
         let mut jobs = Vec::with_capacity(self.jobs.len());
         for run in &mut self.jobs {
             let mut result = run.result.clone();
-            for dir in &mut result.dirs {
-                dir.series.extend_to(result.runtime);
-            }
+            result.finish(result.runtime);
             jobs.push(result);
         }
-        let stats = self.elevator.stats();
-        let mut counters = vec![
-            ("scheduler_inserted".to_string(), stats.inserted as f64),
-            ("scheduler_merged".to_string(), stats.merged as f64),
-            ("scheduler_dispatched".to_string(), stats.dispatched as f64),
-            ("scheduler_full_waits".to_string(), stats.full as f64),
-        ];
+        let mut counters = scheduler_counters(&self.elevator);
         counters.extend(self.device.counters());
         RunReport {
             engine: "sim".into(),

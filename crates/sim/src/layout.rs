@@ -13,21 +13,7 @@ use std::collections::BTreeMap;
 /// Alignment of file extents on the device.
 pub const FILE_ALIGNMENT: u64 = 1 << 20;
 
-/// A byte range of the device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Region {
-    /// First byte.
-    pub start: u64,
-    /// Length in bytes.
-    pub len: u64,
-}
-
-impl Region {
-    /// One past the last byte.
-    pub fn end(&self) -> u64 {
-        self.start + self.len
-    }
-}
+pub use iosched_fio::workload::Region;
 
 /// The placement of every file, and each job's regions within them.
 #[derive(Clone, Debug)]

@@ -25,10 +25,11 @@ pub mod device;
 pub mod engine;
 pub mod event;
 pub mod layout;
-pub mod random;
-pub mod workload;
 
 pub use engine::{run, GroupSetting, SimConfig, Simulation, TraceEntry, HOST_TUNABLES};
+/// The seeded generators and fio's workload generator live in the fio crate, shared with the
+/// real engine; re-exported here under their former paths.
+pub use iosched_fio::{random, workload};
 
 use iosched_fio::JobSpec;
 use std::fmt;

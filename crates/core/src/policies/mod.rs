@@ -142,3 +142,85 @@ impl Stack {
         }
     }
 }
+
+/// A setting that could not be applied: it names an unknown policy, or the tunable refused it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SettingError {
+    /// `POLICY.NAME` named no policy.
+    UnknownPolicy(UnknownPolicy),
+    /// The queue or the policy refused the name or the value.
+    Tunable(crate::tunable::TunableError),
+}
+
+impl fmt::Display for SettingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SettingError::UnknownPolicy(error) => error.fmt(f),
+            SettingError::Tunable(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SettingError {}
+
+/// Applies `settings` (name and value as text, in order) to `elevator`, as the engines'
+/// `--set NAME=VALUE` does. A plain name sets a queue or policy tunable of whichever policy
+/// runs; `POLICY.NAME` sets it only when the elevator runs POLICY (by name or alias), and
+/// `STAGE.NAME` only when that stage is above it, so that one list can serve a comparison of
+/// several policies.
+pub fn apply_settings(
+    elevator: &mut crate::Elevator,
+    settings: &[(String, String)],
+) -> Result<(), SettingError> {
+    let running = elevator.policy().name();
+    let stage = elevator.stage().map(|s| s.name());
+    for (name, value) in settings {
+        let name = match name.split_once('.') {
+            Some((prefix, tunable))
+                if crate::stage::STAGES.iter().any(|(n, _, _)| *n == prefix) =>
+            {
+                // STAGE.NAME: only when that stage is above the policy.
+                if stage != Some(prefix) {
+                    continue;
+                }
+                tunable
+            }
+            Some((policy, tunable)) => {
+                let named = find(policy).map_err(SettingError::UnknownPolicy)?.name;
+                if named != running {
+                    continue;
+                }
+                tunable
+            }
+            None => name.as_str(),
+        };
+        elevator.set(name, value).map_err(SettingError::Tunable)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod settings_tests {
+    use super::*;
+
+    // Proves POLICY.NAME settings reach only that policy and plain names reach any.
+    #[test]
+    fn settings_by_policy() {
+        let settings = vec![
+            ("deadline.fifo_batch".to_string(), "4".to_string()),
+            ("nr_requests".to_string(), "32".to_string()),
+        ];
+        let mut deadline = crate::Elevator::new(build("mq-deadline").unwrap(), 64);
+        apply_settings(&mut deadline, &settings).unwrap();
+        assert_eq!(deadline.get("fifo_batch").unwrap(), 4);
+        assert_eq!(deadline.get("nr_requests").unwrap(), 32);
+        let mut noop = crate::Elevator::new(build("noop").unwrap(), 64);
+        apply_settings(&mut noop, &settings).unwrap();
+        assert_eq!(noop.get("nr_requests").unwrap(), 32);
+        let bad = vec![("nosuch.x".to_string(), "1".to_string())];
+        assert!(matches!(
+            apply_settings(&mut noop, &bad),
+            Err(SettingError::UnknownPolicy(_))
+        ));
+    }
+}

@@ -14,14 +14,15 @@
 //!   shared by every clone.
 //!
 //! It also refuses and notes what depends on the job as a whole: the engine, engine options
-//! used with another engine, `verify` on a job that writes, buffered I/O.
+//! used with another engine, buffered I/O. `verify` is resolved into [`crate::Verify`] and left
+//! to the engine (the simulator refuses its read-back phase, the real engine runs it).
 
 use super::disposition::{ASYNC_ENGINES, SYNC_ENGINES};
 use super::settings::{split_colon_list, Setting, Settings, Size, Value};
 use super::table::Scope;
 use super::ParseError;
 use crate::job::{RandomDistribution, DEFAULT_PERCENTILES};
-use crate::{Amount, BlockSize, Engine, JobSpec, Location, Note, RwMode};
+use crate::{Amount, BlockSize, Engine, JobSpec, Location, Note, Verify};
 use iosched_core::{IoPrio, IoPrioClass, Nanos};
 
 /// fio's limit on jobs in one run (`REAL_MAX_JOBS`), counting clones.
@@ -67,13 +68,6 @@ fn to_u64(value: i128) -> u64 {
 
 fn to_u32(value: i128) -> u32 {
     value.clamp(0, i128::from(u32::MAX)) as u32
-}
-
-fn writes(mode: RwMode) -> bool {
-    !matches!(
-        mode,
-        RwMode::Read | RwMode::RandRead | RwMode::Trim | RwMode::RandTrim
-    )
 }
 
 impl Resolver<'_> {
@@ -443,24 +437,14 @@ impl Resolver<'_> {
             spec.end_fsync = true;
         }
 
-        if let Some(verify) = self.text("verify") {
-            if verify != "0" {
-                if writes(spec.rw) && self.flag("do_verify", true) {
-                    return Err(self.error(
-                        "verify",
-                        format!(
-                            "verify={verify}: refused: fio reads back and checks what the job \
-                             wrote, a read phase the simulator does not model (do_verify=0 \
-                             keeps the option without the phase)"
-                        ),
-                    ));
-                }
-                self.note(
-                    notes,
-                    "verify",
-                    "no meaning in simulation: there is no data to verify",
-                );
-            }
+        // Which verify methods run is the engine's decision: the simulator has no data to
+        // check, the real engine checks crc32c.
+        if let Some(method) = self.text("verify").filter(|method| *method != "0") {
+            spec.verify = Some(Verify {
+                method: method.to_string(),
+                do_verify: self.flag("do_verify", true),
+                location: self.location("verify").clone(),
+            });
         }
 
         let rate = self.directions("rate");

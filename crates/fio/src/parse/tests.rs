@@ -519,7 +519,23 @@ fn notes_that_depend_on_the_job() {
     assert!(note_for("[j]\nioengine=libaio\niodepth=8\n", "iodepth").is_none());
     assert!(note_for("[j]\ntime_based\n", "time_based").is_some());
     assert!(!job("[j]\ntime_based\n").time_based);
-    assert!(note_for("[j]\nverify=md5\n", "verify").is_some());
+}
+
+// verify is resolved for the engine to decide on: the method as written, do_verify and where.
+#[test]
+fn verify_is_resolved_for_the_engine() {
+    let verify = job("[j]\nrw=write\nverify=md5\n").verify.unwrap();
+    assert_eq!(verify.method, "md5");
+    assert!(verify.do_verify);
+    assert_eq!(verify.location.to_string(), "t.fio:3");
+    assert!(
+        !job("[j]\nverify=crc32c\ndo_verify=0\n")
+            .verify
+            .unwrap()
+            .do_verify
+    );
+    assert_eq!(job("[j]\nverify=0\n").verify, None);
+    assert!(error("[j]\nverify=nosuch\n").contains("verify"));
 }
 
 // Refused options fail with the option, value and reason.
@@ -529,8 +545,6 @@ fn refusals_name_the_option_and_reason() {
         error("[j]\nzonemode=zbd\n"),
         "t.fio:2: zonemode=zbd: refused: zoned I/O (zonemode strided or zbd) is not modelled"
     );
-    assert!(error("[j]\nrw=write\nverify=md5\n").contains("verify=md5: refused"));
-    assert!(parse("[j]\nrw=write\nverify=md5\ndo_verify=0\n").is_ok());
     assert!(error("[j]\nioengine=libaio\ncmdprio_percentage=10\n").contains("cmdprio"));
     assert!(error("[j]\nrate_process=poisson\n").contains("linear rate"));
     assert!(error("[j]\nio_submit_mode=offload\n").contains("offload"));
@@ -650,6 +664,8 @@ fn job_spec_defaults_match_fio_option_table() {
         "kb_base",
         "random_distribution",
         "fill_device",
+        "verify",
+        "do_verify",
     ];
     let mut text = String::from("[job]\n");
     for name in names {

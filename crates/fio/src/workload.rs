@@ -9,20 +9,37 @@
 //! - Size: `bs`, `bsrange` (multiples of the minimum) or `bssplit` weights, per direction.
 //! - Files: a job naming several files visits them round robin.
 
-use crate::layout::Region;
+use crate::job::RandomDistribution;
 use crate::random::{mix64, Permutation, Rng};
-use iosched_fio::job::RandomDistribution;
-use iosched_fio::{BlockSize, DataDir, JobSpec, RwMode};
+use crate::{BlockSize, DataDir, JobSpec, RwMode};
 
-/// The next I/O a job issues, relative to the device.
+/// A byte range: of the simulated device, or of a real file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// First byte.
+    pub start: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+impl Region {
+    /// One past the last byte.
+    pub fn end(&self) -> u64 {
+        self.start + self.len
+    }
+}
+
+/// The next I/O a job issues, in the coordinates of the regions the generator was given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NextIo {
     /// Direction.
     pub dir: DataDir,
-    /// Device offset in bytes.
+    /// Offset in bytes, inside the region of file `file`.
     pub offset: u64,
     /// Length in bytes.
     pub len: u64,
+    /// Index of the file (in the job's `filenames`, and of the regions given) it addresses.
+    pub file: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -135,12 +152,21 @@ impl Generator {
             self.sequential_run_left -= 1;
             let last = self.last.expect("checked");
             let file = &self.files[file_index];
-            let offset = if last.offset + last.len + len <= file.region.end() {
-                last.offset + last.len
+            if last.offset + last.len + len <= file.region.end() {
+                NextIo {
+                    dir,
+                    offset: last.offset + last.len,
+                    len,
+                    file: last.file,
+                }
             } else {
-                file.region.start
-            };
-            NextIo { dir, offset, len }
+                NextIo {
+                    dir,
+                    offset: file.region.start,
+                    len,
+                    file: file_index,
+                }
+            }
         } else {
             self.sequential_run_left = self.sequencer_nr - 1;
             self.random(file_index, dir, len)
@@ -167,6 +193,7 @@ impl Generator {
             dir,
             offset: file.region.start + position,
             len,
+            file: file_index,
         }
     }
 
@@ -230,6 +257,7 @@ impl Generator {
             dir,
             offset: file.region.start + offset,
             len,
+            file: file_index,
         }
     }
 }
@@ -278,7 +306,7 @@ fn zipf_rank(theta: f64, n: u64, rng: &mut Rng) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iosched_fio::JobSpec;
+    use crate::JobSpec;
 
     fn generator(rw: RwMode, region: Region, adjust: impl FnOnce(&mut JobSpec)) -> Generator {
         let mut job = JobSpec::new("t");

@@ -1,0 +1,128 @@
+//! The library API: several threads submit with flows, groups and priorities; every request
+//! completes once, with its data.
+
+mod common;
+
+use iosched_core::{IoPrio, IoPrioClass};
+use iosched_uring::{IoRequest, Scheduler, SchedulerConfig, SubmitError};
+use std::sync::mpsc;
+
+#[test]
+fn threads_share_one_scheduler() {
+    if !common::uring_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    std::fs::write(&path, vec![0u8; 4 << 20]).unwrap();
+    for policy in ["noop", "deadline"] {
+        let scheduler = Scheduler::open(
+            &path,
+            SchedulerConfig {
+                policy: policy.into(),
+                device_depth: 4,
+                ..SchedulerConfig::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(scheduler.size(), 4 << 20);
+        let mut threads = Vec::new();
+        for flow in 0..4u32 {
+            let client = scheduler.client();
+            threads.push(std::thread::spawn(move || {
+                let prio = IoPrio::new(IoPrioClass::Be, flow as u8).unwrap();
+                let (tx, rx) = mpsc::channel();
+                // Each flow writes its own 64 blocks, then reads them back.
+                for block in 0..64u64 {
+                    let offset = (u64::from(flow) * 64 + block) * 4096;
+                    let data = vec![flow as u8 + 1; 4096];
+                    client
+                        .submit_to(
+                            IoRequest::write(offset, &data)
+                                .flow(flow)
+                                .group(&format!("/g{}", flow % 2))
+                                .prio(prio),
+                            &tx,
+                        )
+                        .unwrap();
+                }
+                for completion in rx.iter().take(64) {
+                    completion.result.unwrap();
+                }
+                client
+                    .submit(IoRequest::flush().flow(flow))
+                    .unwrap()
+                    .wait()
+                    .unwrap();
+                for block in 0..64u64 {
+                    let offset = (u64::from(flow) * 64 + block) * 4096;
+                    let done = client
+                        .submit(IoRequest::read(offset, 4096).flow(flow).prio(prio))
+                        .unwrap()
+                        .wait()
+                        .unwrap();
+                    done.result.unwrap();
+                    assert_eq!(done.offset, offset);
+                    assert!(done.data.unwrap().iter().all(|&b| b == flow as u8 + 1));
+                }
+            }));
+        }
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let live = scheduler.stats();
+        assert_eq!(live.submitted, 4 * (64 + 1 + 64));
+        let stats = scheduler.shutdown().unwrap();
+        assert_eq!(stats.completed, 4 * (64 + 1 + 64), "{policy}");
+        assert_eq!(stats.errors, 0);
+        assert_eq!(stats.read_latency.count(), 4 * 64);
+        assert_eq!(
+            stats.elevator.dispatched + stats.elevator.merged,
+            stats.elevator.submitted
+        );
+    }
+}
+
+#[test]
+fn bad_requests_are_refused_at_once() {
+    if !common::uring_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    std::fs::write(&path, vec![0u8; 1 << 20]).unwrap();
+    let scheduler = Scheduler::open(&path, SchedulerConfig::default()).unwrap();
+    assert_eq!(
+        scheduler.submit(IoRequest::read(100, 4096)).err(),
+        Some(SubmitError::Unaligned {
+            offset: 100,
+            len: 4096
+        })
+    );
+    assert_eq!(
+        scheduler.submit(IoRequest::read(0, 0)).err(),
+        Some(SubmitError::Empty)
+    );
+    assert!(matches!(
+        scheduler.submit(IoRequest::read(0, 512).group("/a/../b")),
+        Err(SubmitError::BadGroup(_))
+    ));
+    // A read past the end of the file fails cleanly.
+    let done = scheduler
+        .submit(IoRequest::read(2 << 20, 4096))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert!(done.result.is_err());
+    let missing = Scheduler::open(dir.path().join("absent"), SchedulerConfig::default());
+    let error = missing.err().unwrap().to_string();
+    assert!(error.contains("does not exist"), "{error}");
+    assert!(Scheduler::open(
+        &path,
+        SchedulerConfig {
+            policy: "nosuch".into(),
+            ..SchedulerConfig::default()
+        }
+    )
+    .is_err());
+}
