@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 pub mod elevator;
+pub mod fq;
 pub mod group;
 pub mod ioprio;
 pub mod policies;

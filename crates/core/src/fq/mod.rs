@@ -1,0 +1,1163 @@
+//! The common hierarchical fair-queuing layer: B-WF2Q+ over a tree of groups and leaves.
+//!
+//! This is the scheduling engine that BFQ (block/bfq-wf2q.c) puts under its queues and cgroups,
+//! and that the 2009 "IO scheduler based IO controller" patches (seed 003) proposed as a layer
+//! shared by every elevator. It decides *who* is served next and how service is accounted; it
+//! knows nothing about requests, sectors or time slices. Policies (bfq, cfq with groups, a
+//! throttling controller) build on it: they keep the requests, decide budgets and when a leaf's
+//! turn ends, and report the service they gave.
+//!
+//! # Entities
+//!
+//! The tree has two kinds of node, both *entities* with a weight and an I/O priority class:
+//!
+//! - a **leaf** ([`LeafId`]): something that queues work, typically one flow's queue;
+//! - a **group** ([`FqGroupId`]): a cgroup such as `/vm1/db`, whose children are leaves and
+//!   groups. The root group ([`FqGroupId::ROOT`]) always exists and is no entity itself.
+//!
+//! Weights follow cgroup v2's `io.weight`: 1 to 10 000, default 100 ([`DEFAULT_WEIGHT`]); any
+//! other value is refused with [`FqError::Weight`]. The class (RT, BE or IDLE; "none" counts as
+//! BE) selects which of its parent's three *service trees* the entity sits in. Entities live in
+//! one arena addressed by typed indices with a generation, so a stale id is refused instead of
+//! reaching a recycled slot; removing an entity puts its slot on a free list. The arena never
+//! holds more than [`FqConfig::capacity`] entities.
+//!
+//! # B-WF2Q+ in one service tree
+//!
+//! Each service tree has a virtual time `V`. An active entity has a virtual start `S` and
+//! finish `F = S + budget / weight`, where the budget is the service it is expected to receive
+//! the next time it is picked (`bfq_calc_finish`). An entity is *eligible* when `S <= V`. The
+//! tree serves the eligible entity with the smallest `F` (ties: the smaller slot index); if
+//! none is eligible, `V` first jumps to the smallest `S` (`bfq_calc_vtime_jump`,
+//! `bfq_update_vtime`). Serving `s` units of service to an entity moves its start to
+//! `S + s / weight` (the finish its actual service gives it) and its finish to that plus
+//! `budget / weight`; the tree's `V` grows by `s / wsum` (`bfq_bfqq_served`), `wsum` being the
+//! sum of the weights of the tree's active entities and of its idle entities still remembered
+//! (see below), exactly as BFQ's `st->wsum`.
+//!
+//! Virtual times are `u128` fixed point with [`SERVICE_SHIFT`] = 22 fractional bits (BFQ's
+//! `WFQ_SERVICE_SHIFT`): `delta(s, w) = (s << 22) / w`. The 128 bits mean no wrap-around in any
+//! realistic life (BFQ's `u64` timestamps wrap and are compared modulo 2^64). The divisions are
+//! done on `u64` halves, so they cost a hardware division each. Each tree also carries the
+//! remainder of its `s / wsum` division, so that many small charges (one I/O at a time, with a
+//! large `wsum`) move `V` by exactly the total; the remainder is dropped when `wsum` changes or
+//! `V` jumps (an error below 2^-22 of a service unit).
+//!
+//! ## The data structure, and why not BFQ's tree
+//!
+//! BFQ keeps one red-black tree per service tree ordered by `F`, each node augmented with the
+//! smallest `S` in its subtree, and descends it to find the eligible entity with the smallest
+//! `F` (`bfq_first_active_entity`, `bfq_update_active_tree`). Here each service tree keeps the
+//! active entities in two indexed binary heaps instead, the classic WF2Q+ implementation:
+//!
+//! - `eligible`, ordered by `(F, slot)`: the entities with `S <= V`;
+//! - `pending`, ordered by `(S, slot)`: the entities with `S > V`.
+//!
+//! The next entity is the top of `eligible`; when `V` grows, the tops of `pending` whose `S`
+//! has been reached move over. An entity moves from `pending` to `eligible` at most once per
+//! change of its tags, and `V` never decreases, so every operation costs O(log n) amortized.
+//! The selection is exactly the same as BFQ's tree (the eligible entity with the smallest
+//! `F`); the heaps are flat arrays with the keys inline, which makes them several times faster
+//! than a pointer-linked tree at the sizes that matter (see `benches/fq.rs`).
+//!
+//! # Classes
+//!
+//! A group has one service tree per class, each with its own `V`. RT is served strictly before
+//! BE, BE strictly before IDLE, as `bfq_lookup_next_entity` does. So that IDLE is not starved
+//! forever, each group keeps the time its idle-class timer last fired: when a selection passes
+//! through the group more than [`FqConfig::idle_class_timeout`] (default 200 ms,
+//! `BFQ_CL_IDLE_TIMEOUT`) after it, the timer fires again (whether or not an IDLE entity
+//! waits, as in BFQ) and, if an IDLE entity is active, that selection serves the IDLE class
+//! once. Groups are created with the timer at time 0.
+//!
+//! # The hierarchy
+//!
+//! A group is an entity in its parent's tree. It is active exactly when at least one of its
+//! children is. Its budget is the budget of the child it would serve next (BFQ's
+//! `bfq_update_parent_budget`), taken as: in its first class with active children, the top of
+//! `eligible`, or if that is empty the top of `pending`. Whenever a group's children change
+//! (activation, deactivation, charge, new weight or class), its budget and finish are
+//! recomputed, and so on up to the root (`bfq_activate_requeue_entity`,
+//! `bfq_deactivate_entity`); the walk stops at the first level where nothing changed.
+//!
+//! [`FairQueue::select_next`] descends from the root, choosing in each group as above, until it
+//! reaches a leaf (`bfq_get_next_queue`): O(log n) per level. [`FairQueue::charge`] charges the
+//! service to the leaf and to each ancestor in its own parent's tree, advancing each of those
+//! trees' `V`: O(log n) per level.
+//!
+//! # The idle tree
+//!
+//! When an active entity stops being active (its leaf was deactivated, or a group lost its last
+//! active child) its finish becomes `F = S`, the virtual time up to which it has received
+//! service (BFQ's `bfq_calc_finish(entity, entity->service)` at deactivation). If `F > V` it is
+//! kept in the tree's `idle` heap, ordered by `F`, and its weight stays in `wsum`; otherwise it
+//! is forgotten at once (`__bfq_deactivate_entity`). When it becomes active again:
+//!
+//! - remembered: `S = max(V, F)`, so leaving and coming back before `V` passed the service it
+//!   already had gains it nothing (`__bfq_activate_entity` on an entity of the idle tree);
+//! - forgotten or new: `S = V`, and its weight is added to `wsum`.
+//!
+//! Every time `V` grows (a charge or a jump), the idle entities with `F <= V` are forgotten and
+//! their weight leaves `wsum` (`bfq_forget_idle`; BFQ forgets one per call, here all of them,
+//! still O(log n) amortized since each was inserted once). So the idle heap only holds entities
+//! that are still owed a place, and never more than the tree's children.
+//!
+//! Charging an idle entity (service reported after its leaf was deactivated, for example a
+//! completion) moves its remembered `F` by `service / weight`; charging a forgotten one
+//! remembers it with `F = V + service / weight`. Either way what it consumed counts the next
+//! time it comes back.
+//!
+//! Two deliberate differences from BFQ: an entity deactivated without ever being served keeps
+//! `F = S` rather than the `S + budget / weight` BFQ leaves it with, so it is not charged for
+//! a budget it never had; and a new weight or class applies at once (BFQ defers it to the next
+//! activation). BFQ's "backshifted" timestamps (`non_blocking_wait_rq`) and weight raising are
+//! policy matters and are not here.
+//!
+//! # Charging: what the unit of service is
+//!
+//! The layer is agnostic: [`FairQueue::activate`] budgets and [`FairQueue::charge`] service
+//! are plain `u64` in a unit the policy chooses and keeps consistent. A policy can charge
+//! bytes (or sectors), which gives throughput fairness; I/Os, which gives IOPS fairness; or
+//! disk time in nanoseconds, which gives time fairness. Seed 003 explains why time matters on a
+//! disk: controllers that count bytes let a seeky flow take most of the disk's time (each of its
+//! small requests costs a long seek), while the I/O scheduler, which knows how long each queue
+//! held the disk, can charge for that time. BFQ charges sectors for sequential queues and, for
+//! slow or seeky ones, the sectors they would have transferred at peak rate in the time they
+//! used (`bfq_bfqq_charge_time`): any such mix works here as long as it is one unit.
+//!
+//! # Protocol
+//!
+//! 1. A leaf gets work: [`FairQueue::activate`] with the service it is expected to take next
+//!    (a request's size, or a budget). Activating an active leaf only updates its budget.
+//! 2. The device can take work: [`FairQueue::select_next`] names the leaf to serve. Selection
+//!    changes nothing but `V` jumps and the idle-class timers: asking twice gives the same leaf.
+//! 3. The leaf was served: [`FairQueue::charge`] with the service it received (per request or
+//!    once per turn, as the policy likes). The leaf stays active with its budget.
+//! 4. The leaf has no more work: [`FairQueue::deactivate`]; it goes to the idle tree.
+//!
+//! ```
+//! use iosched_core::fq::{FairQueue, FqGroupId};
+//! use iosched_core::IoPrioClass;
+//!
+//! let mut fq = FairQueue::new();
+//! let vm = fq.add_group(FqGroupId::ROOT, 300, IoPrioClass::Be).unwrap();
+//! let a = fq.add_leaf(vm, 100, IoPrioClass::Be).unwrap();
+//! let b = fq.add_leaf(FqGroupId::ROOT, 100, IoPrioClass::Be).unwrap();
+//! fq.activate(a, 4096).unwrap();
+//! fq.activate(b, 4096).unwrap();
+//! let mut served = [0u64; 2];
+//! for _ in 0..400 {
+//!     let leaf = fq.select_next(0).unwrap();
+//!     served[usize::from(leaf == b)] += 4096;
+//!     fq.charge(leaf, 4096).unwrap();
+//! }
+//! // The group has weight 300 against 100: its leaf gets three quarters of the service.
+//! assert_eq!(served, [300 * 4096, 100 * 4096]);
+//! ```
+
+mod heap;
+#[cfg(test)]
+mod model;
+#[cfg(test)]
+mod tests;
+
+use crate::ioprio::IoPrioClass;
+use crate::time::{Nanos, MILLISECOND};
+use heap::{Entry, Heap};
+use std::fmt;
+
+/// Fractional bits of virtual times (BFQ's `WFQ_SERVICE_SHIFT`).
+pub const SERVICE_SHIFT: u32 = 22;
+/// Smallest weight (cgroup v2 `io.weight`).
+pub const MIN_WEIGHT: u32 = 1;
+/// Largest weight (cgroup v2 `io.weight`).
+pub const MAX_WEIGHT: u32 = 10_000;
+/// Weight of a cgroup that sets none.
+pub const DEFAULT_WEIGHT: u32 = 100;
+/// How long the idle class may go unserved while others are (BFQ's `BFQ_CL_IDLE_TIMEOUT`).
+pub const DEFAULT_IDLE_CLASS_TIMEOUT: Nanos = 200 * MILLISECOND;
+/// Largest capacity a [`FairQueue`] accepts. It keeps every tree's weight sum below 2^38, so
+/// that the fixed-point divisions stay within 64 bits.
+pub const MAX_CAPACITY: usize = 1 << 24;
+
+const NONE: u32 = u32::MAX;
+const ROOT_SLOT: u32 = 0;
+const CLASSES: usize = 3;
+const IDLE_CLASS: usize = 2;
+
+/// Maps service into virtual time: `(service << SERVICE_SHIFT) / weight` without a 128-bit
+/// division (BFQ's `bfq_delta`). `weight` must be below 2^42.
+#[inline(always)]
+fn delta(service: u64, weight: u64) -> u128 {
+    let whole = service / weight;
+    let rest = service % weight;
+    ((whole as u128) << SERVICE_SHIFT) + (((rest << SERVICE_SHIFT) / weight) as u128)
+}
+
+/// A leaf of the tree: something that queues work, such as a flow's queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LeafId {
+    index: u32,
+    generation: u32,
+}
+
+impl LeafId {
+    /// The arena slot; ties between equal virtual times go to the smaller slot.
+    pub fn index(self) -> u32 {
+        self.index
+    }
+}
+
+/// A group of the tree (a cgroup). Not the same numbering as [`crate::GroupId`]: a policy maps
+/// its cgroups to these as it creates them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FqGroupId {
+    index: u32,
+    generation: u32,
+}
+
+impl FqGroupId {
+    /// The root group, which always exists.
+    pub const ROOT: FqGroupId = FqGroupId {
+        index: ROOT_SLOT,
+        generation: 0,
+    };
+
+    /// The arena slot.
+    pub fn index(self) -> u32 {
+        self.index
+    }
+}
+
+/// Either kind of entity, for the operations that apply to both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Node {
+    /// A leaf.
+    Leaf(LeafId),
+    /// A group.
+    Group(FqGroupId),
+}
+
+impl From<LeafId> for Node {
+    fn from(leaf: LeafId) -> Self {
+        Node::Leaf(leaf)
+    }
+}
+
+impl From<FqGroupId> for Node {
+    fn from(group: FqGroupId) -> Self {
+        Node::Group(group)
+    }
+}
+
+/// Something the layer refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FqError {
+    /// A weight outside 1..=10000.
+    Weight(u32),
+    /// The leaf does not exist (never did, or was removed).
+    UnknownLeaf(LeafId),
+    /// The group does not exist (never did, or was removed).
+    UnknownGroup(FqGroupId),
+    /// The root group has no weight or class and cannot be removed.
+    Root,
+    /// The group still has children.
+    GroupNotEmpty(FqGroupId),
+    /// The arena holds `capacity` entities already.
+    Full {
+        /// The configured capacity.
+        capacity: usize,
+    },
+}
+
+impl fmt::Display for FqError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FqError::Weight(weight) => write!(
+                f,
+                "weight {weight} is outside {MIN_WEIGHT}..={MAX_WEIGHT} (cgroup io.weight)"
+            ),
+            FqError::UnknownLeaf(leaf) => write!(
+                f,
+                "leaf {} (generation {}) does not exist",
+                leaf.index, leaf.generation
+            ),
+            FqError::UnknownGroup(group) => write!(
+                f,
+                "group {} (generation {}) does not exist",
+                group.index, group.generation
+            ),
+            FqError::Root => write!(
+                f,
+                "the root group has no weight or class and cannot be removed"
+            ),
+            FqError::GroupNotEmpty(group) => write!(
+                f,
+                "group {} still has children: remove them first",
+                group.index
+            ),
+            FqError::Full { capacity } => {
+                write!(f, "the fair queue already holds {capacity} entities")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FqError {}
+
+/// Checks a weight as cgroup v2 checks `io.weight`.
+pub fn check_weight(weight: u32) -> Result<u32, FqError> {
+    if (MIN_WEIGHT..=MAX_WEIGHT).contains(&weight) {
+        Ok(weight)
+    } else {
+        Err(FqError::Weight(weight))
+    }
+}
+
+/// Settings of a [`FairQueue`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FqConfig {
+    /// The idle class is served once when a selection passes through a group this long after
+    /// the group's idle-class timer last fired.
+    pub idle_class_timeout: Nanos,
+    /// Most entities (leaves and groups, the root included) held at once; at most
+    /// [`MAX_CAPACITY`].
+    pub capacity: usize,
+}
+
+impl Default for FqConfig {
+    fn default() -> Self {
+        FqConfig {
+            idle_class_timeout: DEFAULT_IDLE_CLASS_TIMEOUT,
+            capacity: 1 << 20,
+        }
+    }
+}
+
+/// Where an entity is in its parent's service tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Not active and not remembered: it restarts at the tree's virtual time.
+    Inactive,
+    /// Active: competing for service.
+    Active,
+    /// Not active, but remembered on the idle tree with its finish time.
+    Idle,
+}
+
+/// An entity's scheduling state, for policies that look (BFQ peeks at timestamps to decide
+/// preemption) and for tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tags {
+    /// Virtual start `S` (meaningful while active).
+    pub start: u128,
+    /// Virtual finish `F`: `S + budget / weight` while active, the remembered finish while idle.
+    pub finish: u128,
+    /// The service expected at the entity's next turn.
+    pub budget: u64,
+    /// Active, idle or inactive.
+    pub state: State,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Free,
+    Root,
+    Group,
+    Leaf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Inactive,
+    Eligible,
+    Pending,
+    Idle,
+}
+
+impl Place {
+    #[inline(always)]
+    fn active(self) -> bool {
+        matches!(self, Place::Eligible | Place::Pending)
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Entity {
+    start: u128,
+    finish: u128,
+    budget: u64,
+    weight: u32,
+    /// Slot of the parent group; `NONE` for the root.
+    parent: u32,
+    /// Index in `groups` for the root and groups; `NONE` for leaves.
+    group: u32,
+    generation: u32,
+    kind: Kind,
+    class: u8,
+    place: Place,
+}
+
+/// One service tree: the entities of one class under one group.
+#[derive(Clone, Debug, Default)]
+struct Tree {
+    vtime: u128,
+    /// Remainder of the last `service << SHIFT` division by `wsum`.
+    rem: u64,
+    wsum: u64,
+    eligible: Heap,
+    pending: Heap,
+    idle: Heap,
+}
+
+impl Tree {
+    #[inline(always)]
+    fn has_active(&self) -> bool {
+        !self.eligible.is_empty() || !self.pending.is_empty()
+    }
+
+    #[inline(always)]
+    fn add_weight(&mut self, weight: u32) {
+        self.wsum += weight as u64;
+        self.rem = 0;
+    }
+
+    #[inline(always)]
+    fn sub_weight(&mut self, weight: u32) {
+        self.wsum -= weight as u64;
+        self.rem = 0;
+    }
+
+    /// `V += service / wsum`, carrying the remainder (`bfq_bfqq_served`).
+    #[inline(always)]
+    fn advance(&mut self, service: u64) {
+        let wsum = self.wsum;
+        debug_assert!(wsum > 0);
+        let whole = service / wsum;
+        let rest = ((service % wsum) << SERVICE_SHIFT) + self.rem;
+        self.vtime += ((whole as u128) << SERVICE_SHIFT) + (rest / wsum) as u128;
+        self.rem = rest % wsum;
+    }
+
+    /// Puts an active entity in `eligible` or `pending` by its start.
+    #[inline(always)]
+    fn insert(&mut self, slot: u32, ents: &mut [Entity], pos: &mut [u32]) {
+        let entity = &mut ents[slot as usize];
+        if entity.start <= self.vtime {
+            entity.place = Place::Eligible;
+            let key = entity.finish;
+            self.eligible.push(Entry { key, slot }, pos);
+        } else {
+            entity.place = Place::Pending;
+            let key = entity.start;
+            self.pending.push(Entry { key, slot }, pos);
+        }
+    }
+
+    /// Takes an active entity out of `eligible` or `pending`; leaves its place to the caller.
+    #[inline(always)]
+    fn remove(&mut self, slot: u32, ents: &[Entity], pos: &mut [u32]) {
+        let at = pos[slot as usize];
+        match ents[slot as usize].place {
+            Place::Eligible => {
+                self.eligible.remove(at, pos);
+            }
+            Place::Pending => {
+                self.pending.remove(at, pos);
+            }
+            _ => unreachable!("remove of an entity that is not active"),
+        }
+    }
+
+    /// Moves an active entity whose tags changed to its new place.
+    #[inline(always)]
+    fn reposition(&mut self, slot: u32, ents: &mut [Entity], pos: &mut [u32]) {
+        let entity = &mut ents[slot as usize];
+        let at = pos[slot as usize];
+        let eligible = entity.start <= self.vtime;
+        match (entity.place, eligible) {
+            (Place::Eligible, true) => self.eligible.set_key(at, entity.finish, pos),
+            (Place::Pending, false) => self.pending.set_key(at, entity.start, pos),
+            (Place::Eligible, false) => {
+                self.eligible.remove(at, pos);
+                entity.place = Place::Pending;
+                let key = entity.start;
+                self.pending.push(Entry { key, slot }, pos);
+            }
+            (Place::Pending, true) => {
+                self.pending.remove(at, pos);
+                entity.place = Place::Eligible;
+                let key = entity.finish;
+                self.eligible.push(Entry { key, slot }, pos);
+            }
+            _ => unreachable!("reposition of an entity that is not active"),
+        }
+    }
+
+    /// After `V` grew: moves the entities it made eligible, forgets the idle ones it passed.
+    #[inline(always)]
+    fn settle(&mut self, ents: &mut [Entity], pos: &mut [u32]) {
+        while let Some(top) = self.pending.peek() {
+            if top.key > self.vtime {
+                break;
+            }
+            let slot = top.slot;
+            self.pending.pop(pos);
+            let entity = &mut ents[slot as usize];
+            entity.place = Place::Eligible;
+            let key = entity.finish;
+            self.eligible.push(Entry { key, slot }, pos);
+        }
+        while let Some(top) = self.idle.peek() {
+            if top.key > self.vtime {
+                break;
+            }
+            let slot = top.slot;
+            self.idle.pop(pos);
+            let entity = &mut ents[slot as usize];
+            entity.place = Place::Inactive;
+            let weight = entity.weight;
+            self.sub_weight(weight);
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct GroupData {
+    trees: [Tree; CLASSES],
+    /// When the idle-class timer last fired.
+    idle_checked: Nanos,
+    /// Child entities (active or not).
+    children: u32,
+}
+
+impl GroupData {
+    /// The budget of the child this group would serve next, if any child is active.
+    #[inline(always)]
+    fn next_budget(&self, ents: &[Entity]) -> Option<u64> {
+        for tree in &self.trees {
+            if let Some(top) = tree.eligible.peek().or_else(|| tree.pending.peek()) {
+                return Some(ents[top.slot as usize].budget);
+            }
+        }
+        None
+    }
+
+    fn has_active(&self) -> bool {
+        self.trees.iter().any(Tree::has_active)
+    }
+}
+
+/// The hierarchical B-WF2Q+ scheduler. See the [module documentation](self).
+#[derive(Clone, Debug)]
+pub struct FairQueue {
+    ents: Vec<Entity>,
+    /// Heap position of each slot (in whichever heap it is).
+    pos: Vec<u32>,
+    groups: Vec<GroupData>,
+    free_slots: Vec<u32>,
+    free_groups: Vec<u32>,
+    config: FqConfig,
+    leaves: usize,
+    group_count: usize,
+}
+
+impl Default for FairQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn class_index(class: IoPrioClass) -> u8 {
+    match class {
+        IoPrioClass::Rt => 0,
+        IoPrioClass::None | IoPrioClass::Be => 1,
+        IoPrioClass::Idle => 2,
+    }
+}
+
+fn class_of(index: u8) -> IoPrioClass {
+    match index {
+        0 => IoPrioClass::Rt,
+        1 => IoPrioClass::Be,
+        _ => IoPrioClass::Idle,
+    }
+}
+
+impl FairQueue {
+    /// An empty tree (the root only) with the default settings.
+    pub fn new() -> Self {
+        Self::with_config(FqConfig::default())
+    }
+
+    /// An empty tree with `config`; the capacity is clamped to 2..=[`MAX_CAPACITY`].
+    pub fn with_config(config: FqConfig) -> Self {
+        let config = FqConfig {
+            capacity: config.capacity.clamp(2, MAX_CAPACITY),
+            ..config
+        };
+        FairQueue {
+            ents: vec![Entity {
+                start: 0,
+                finish: 0,
+                budget: 0,
+                weight: DEFAULT_WEIGHT,
+                parent: NONE,
+                group: 0,
+                generation: 0,
+                kind: Kind::Root,
+                class: 1,
+                place: Place::Inactive,
+            }],
+            pos: vec![0],
+            groups: vec![GroupData::default()],
+            free_slots: Vec::new(),
+            free_groups: Vec::new(),
+            config,
+            leaves: 0,
+            group_count: 0,
+        }
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> FqConfig {
+        self.config
+    }
+
+    /// Number of leaves.
+    pub fn leaf_count(&self) -> usize {
+        self.leaves
+    }
+
+    /// Number of groups, the root excluded.
+    pub fn group_count(&self) -> usize {
+        self.group_count
+    }
+
+    /// Whether any leaf is active.
+    pub fn has_active(&self) -> bool {
+        self.groups[0].has_active()
+    }
+
+    // ----- ids -----
+
+    fn leaf_slot(&self, leaf: LeafId) -> Result<u32, FqError> {
+        match self.ents.get(leaf.index as usize) {
+            Some(e) if e.kind == Kind::Leaf && e.generation == leaf.generation => Ok(leaf.index),
+            _ => Err(FqError::UnknownLeaf(leaf)),
+        }
+    }
+
+    fn group_slot(&self, group: FqGroupId) -> Result<u32, FqError> {
+        match self.ents.get(group.index as usize) {
+            Some(e)
+                if matches!(e.kind, Kind::Group | Kind::Root)
+                    && e.generation == group.generation =>
+            {
+                Ok(group.index)
+            }
+            _ => Err(FqError::UnknownGroup(group)),
+        }
+    }
+
+    /// The slot of a leaf or non-root group.
+    fn node_slot(&self, node: Node) -> Result<u32, FqError> {
+        match node {
+            Node::Leaf(leaf) => self.leaf_slot(leaf),
+            Node::Group(group) => {
+                let slot = self.group_slot(group)?;
+                if slot == ROOT_SLOT {
+                    Err(FqError::Root)
+                } else {
+                    Ok(slot)
+                }
+            }
+        }
+    }
+
+    fn group_id(&self, slot: u32) -> FqGroupId {
+        FqGroupId {
+            index: slot,
+            generation: self.ents[slot as usize].generation,
+        }
+    }
+
+    /// Whether `leaf` exists.
+    pub fn contains(&self, leaf: LeafId) -> bool {
+        self.leaf_slot(leaf).is_ok()
+    }
+
+    /// Whether `group` exists.
+    pub fn contains_group(&self, group: FqGroupId) -> bool {
+        self.group_slot(group).is_ok()
+    }
+
+    // ----- building the tree -----
+
+    fn alloc(
+        &mut self,
+        parent: FqGroupId,
+        weight: u32,
+        class: IoPrioClass,
+        kind: Kind,
+    ) -> Result<(u32, u32), FqError> {
+        check_weight(weight)?;
+        let parent = self.group_slot(parent)?;
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                if self.ents.len() >= self.config.capacity {
+                    return Err(FqError::Full {
+                        capacity: self.config.capacity,
+                    });
+                }
+                self.ents.push(Entity {
+                    start: 0,
+                    finish: 0,
+                    budget: 0,
+                    weight: 0,
+                    parent: NONE,
+                    group: NONE,
+                    generation: 0,
+                    kind: Kind::Free,
+                    class: 0,
+                    place: Place::Inactive,
+                });
+                self.pos.push(0);
+                (self.ents.len() - 1) as u32
+            }
+        };
+        let group = if kind == Kind::Group {
+            match self.free_groups.pop() {
+                Some(index) => {
+                    // Its trees are empty (every child was removed); start them afresh.
+                    let data = &mut self.groups[index as usize];
+                    data.idle_checked = 0;
+                    for tree in &mut data.trees {
+                        debug_assert!(!tree.has_active() && tree.idle.is_empty());
+                        tree.vtime = 0;
+                        tree.rem = 0;
+                        tree.wsum = 0;
+                    }
+                    index
+                }
+                None => {
+                    self.groups.push(GroupData::default());
+                    (self.groups.len() - 1) as u32
+                }
+            }
+        } else {
+            NONE
+        };
+        let parent_group = self.ents[parent as usize].group;
+        self.groups[parent_group as usize].children += 1;
+        let entity = &mut self.ents[slot as usize];
+        *entity = Entity {
+            start: 0,
+            finish: 0,
+            budget: 0,
+            weight,
+            parent,
+            group,
+            generation: entity.generation,
+            kind,
+            class: class_index(class),
+            place: Place::Inactive,
+        };
+        Ok((slot, entity.generation))
+    }
+
+    /// Adds a group under `parent` with `weight` (1..=10000) and `class` (groups are normally
+    /// best effort; cgroup v2's `io.prio.class` can make them otherwise).
+    pub fn add_group(
+        &mut self,
+        parent: FqGroupId,
+        weight: u32,
+        class: IoPrioClass,
+    ) -> Result<FqGroupId, FqError> {
+        let (index, generation) = self.alloc(parent, weight, class, Kind::Group)?;
+        self.group_count += 1;
+        Ok(FqGroupId { index, generation })
+    }
+
+    /// Adds an inactive leaf under `parent` with `weight` (1..=10000) and `class`.
+    pub fn add_leaf(
+        &mut self,
+        parent: FqGroupId,
+        weight: u32,
+        class: IoPrioClass,
+    ) -> Result<LeafId, FqError> {
+        let (index, generation) = self.alloc(parent, weight, class, Kind::Leaf)?;
+        self.leaves += 1;
+        Ok(LeafId { index, generation })
+    }
+
+    /// Frees `slot` after it left the active trees.
+    fn release(&mut self, slot: u32) {
+        if self.ents[slot as usize].place == Place::Idle {
+            let (group, class) = self.tree_of(slot);
+            let weight = self.ents[slot as usize].weight;
+            let tree = &mut self.groups[group].trees[class];
+            tree.idle.remove(self.pos[slot as usize], &mut self.pos);
+            tree.sub_weight(weight);
+        }
+        debug_assert!(!self.ents[slot as usize].place.active());
+        let parent_group = self.ents[self.ents[slot as usize].parent as usize].group;
+        self.groups[parent_group as usize].children -= 1;
+        let entity = &mut self.ents[slot as usize];
+        entity.kind = Kind::Free;
+        entity.place = Place::Inactive;
+        entity.generation = entity.generation.wrapping_add(1);
+        entity.parent = NONE;
+        if entity.group != NONE {
+            self.free_groups.push(entity.group);
+            entity.group = NONE;
+        }
+        self.free_slots.push(slot);
+    }
+
+    /// Removes a leaf, deactivating it first; its slot is reused by later additions.
+    pub fn remove_leaf(&mut self, leaf: LeafId) -> Result<(), FqError> {
+        let slot = self.leaf_slot(leaf)?;
+        self.deactivate(leaf)?;
+        self.release(slot);
+        self.leaves -= 1;
+        Ok(())
+    }
+
+    /// Removes an empty group (remove its children first).
+    pub fn remove_group(&mut self, group: FqGroupId) -> Result<(), FqError> {
+        let slot = self.node_slot(Node::Group(group))?;
+        let data = self.ents[slot as usize].group;
+        if self.groups[data as usize].children > 0 {
+            return Err(FqError::GroupNotEmpty(group));
+        }
+        debug_assert!(!self.ents[slot as usize].place.active());
+        self.release(slot);
+        self.group_count -= 1;
+        Ok(())
+    }
+
+    // ----- queries -----
+
+    /// The parent group of a leaf or group (`None` for the root).
+    pub fn parent(&self, node: impl Into<Node>) -> Result<Option<FqGroupId>, FqError> {
+        let slot = match node.into() {
+            Node::Leaf(leaf) => self.leaf_slot(leaf)?,
+            Node::Group(group) => self.group_slot(group)?,
+        };
+        let parent = self.ents[slot as usize].parent;
+        Ok((parent != NONE).then(|| self.group_id(parent)))
+    }
+
+    /// The weight of a leaf or non-root group.
+    pub fn weight(&self, node: impl Into<Node>) -> Result<u32, FqError> {
+        Ok(self.ents[self.node_slot(node.into())? as usize].weight)
+    }
+
+    /// The class of a leaf or non-root group.
+    pub fn class(&self, node: impl Into<Node>) -> Result<IoPrioClass, FqError> {
+        Ok(class_of(
+            self.ents[self.node_slot(node.into())? as usize].class,
+        ))
+    }
+
+    /// Whether `leaf` is active.
+    pub fn is_active(&self, leaf: LeafId) -> Result<bool, FqError> {
+        Ok(self.ents[self.leaf_slot(leaf)? as usize].place.active())
+    }
+
+    /// The scheduling state of a leaf or non-root group.
+    pub fn tags(&self, node: impl Into<Node>) -> Result<Tags, FqError> {
+        let entity = &self.ents[self.node_slot(node.into())? as usize];
+        Ok(Tags {
+            start: entity.start,
+            finish: entity.finish,
+            budget: entity.budget,
+            state: match entity.place {
+                Place::Inactive => State::Inactive,
+                Place::Eligible | Place::Pending => State::Active,
+                Place::Idle => State::Idle,
+            },
+        })
+    }
+
+    /// The virtual time of `group`'s service tree for `class`.
+    pub fn vtime(&self, group: FqGroupId, class: IoPrioClass) -> Result<u128, FqError> {
+        let slot = self.group_slot(group)?;
+        let data = self.ents[slot as usize].group as usize;
+        Ok(self.groups[data].trees[class_index(class) as usize].vtime)
+    }
+
+    // ----- the engine -----
+
+    /// (group data index, class index) of the tree `slot` sits in.
+    #[inline(always)]
+    fn tree_of(&self, slot: u32) -> (usize, usize) {
+        let entity = &self.ents[slot as usize];
+        (
+            self.ents[entity.parent as usize].group as usize,
+            entity.class as usize,
+        )
+    }
+
+    /// Makes `slot` active with `budget`, or updates the budget of an active one
+    /// (`__bfq_activate_entity`, `__bfq_requeue_entity`).
+    fn enter(&mut self, slot: u32, budget: u64) {
+        let (group, class) = self.tree_of(slot);
+        let tree = &mut self.groups[group].trees[class];
+        let ents = &mut self.ents[..];
+        let pos = &mut self.pos[..];
+        let entity = &mut ents[slot as usize];
+        entity.budget = budget;
+        let weight = entity.weight;
+        match entity.place {
+            Place::Eligible | Place::Pending => {
+                entity.finish = entity.start + delta(budget, weight as u64);
+                tree.reposition(slot, ents, pos);
+            }
+            Place::Idle => {
+                tree.idle.remove(pos[slot as usize], pos);
+                entity.start = entity.finish.max(tree.vtime);
+                entity.finish = entity.start + delta(budget, weight as u64);
+                tree.insert(slot, ents, pos);
+            }
+            Place::Inactive => {
+                entity.start = tree.vtime;
+                entity.finish = entity.start + delta(budget, weight as u64);
+                tree.add_weight(weight);
+                tree.insert(slot, ents, pos);
+            }
+        }
+    }
+
+    /// Takes an active `slot` out of its tree: remembered on the idle tree if its finish is
+    /// still ahead of `V`, forgotten otherwise (`__bfq_deactivate_entity`).
+    fn leave(&mut self, slot: u32) {
+        let (group, class) = self.tree_of(slot);
+        let tree = &mut self.groups[group].trees[class];
+        let ents = &mut self.ents[..];
+        let pos = &mut self.pos[..];
+        tree.remove(slot, ents, pos);
+        let entity = &mut ents[slot as usize];
+        entity.finish = entity.start;
+        if entity.finish > tree.vtime {
+            entity.place = Place::Idle;
+            let key = entity.finish;
+            tree.idle.push(Entry { key, slot }, pos);
+        } else {
+            entity.place = Place::Inactive;
+            let weight = entity.weight;
+            tree.sub_weight(weight);
+        }
+    }
+
+    /// After the children of group `slot` changed: updates its budget and place, and so on up
+    /// to the root, stopping where nothing changed.
+    fn propagate(&mut self, mut slot: u32) {
+        while slot != ROOT_SLOT {
+            let entity = &self.ents[slot as usize];
+            let next = self.groups[entity.group as usize].next_budget(&self.ents);
+            match next {
+                None => {
+                    if !entity.place.active() {
+                        return;
+                    }
+                    self.leave(slot);
+                }
+                Some(budget) => {
+                    if entity.place.active() && entity.budget == budget {
+                        return;
+                    }
+                    self.enter(slot, budget);
+                }
+            }
+            slot = self.ents[slot as usize].parent;
+        }
+    }
+
+    /// `leaf` has work: it becomes active with `budget`, the service it is expected to take at
+    /// its next turn, and so do its inactive ancestors. On an active leaf this only updates the
+    /// budget (and so its finish time).
+    pub fn activate(&mut self, leaf: LeafId, budget: u64) -> Result<(), FqError> {
+        let slot = self.leaf_slot(leaf)?;
+        self.enter(slot, budget);
+        self.propagate(self.ents[slot as usize].parent);
+        Ok(())
+    }
+
+    /// Sets the budget `leaf` will be scheduled with, active or not.
+    pub fn set_budget(&mut self, leaf: LeafId, budget: u64) -> Result<(), FqError> {
+        let slot = self.leaf_slot(leaf)?;
+        if self.ents[slot as usize].place.active() {
+            self.enter(slot, budget);
+            self.propagate(self.ents[slot as usize].parent);
+        } else {
+            self.ents[slot as usize].budget = budget;
+        }
+        Ok(())
+    }
+
+    /// `leaf` has no more work: it leaves the competition (to the idle tree, see the module
+    /// documentation), and so do the ancestors it leaves without active children. Does nothing
+    /// to a leaf that is not active.
+    pub fn deactivate(&mut self, leaf: LeafId) -> Result<(), FqError> {
+        let slot = self.leaf_slot(leaf)?;
+        if self.ents[slot as usize].place.active() {
+            self.leave(slot);
+            self.propagate(self.ents[slot as usize].parent);
+        }
+        Ok(())
+    }
+
+    /// The leaf to serve next, descending from the root and choosing in each group by class
+    /// and then by B-WF2Q+; `None` when no leaf is active. `now` drives the idle-class timers.
+    pub fn select_next(&mut self, now: Nanos) -> Option<LeafId> {
+        let timeout = self.config.idle_class_timeout;
+        let ents = &mut self.ents[..];
+        let pos = &mut self.pos[..];
+        let mut group = 0usize;
+        loop {
+            let data = &mut self.groups[group];
+            let mut class = data.trees.iter().position(Tree::has_active)?;
+            if now > data.idle_checked.saturating_add(timeout) {
+                data.idle_checked = now;
+                if data.trees[IDLE_CLASS].has_active() {
+                    class = IDLE_CLASS;
+                }
+            }
+            let tree = &mut data.trees[class];
+            if tree.eligible.is_empty() {
+                // Nothing eligible: V jumps to the smallest start.
+                tree.vtime = tree.pending.peek().expect("an active tree").key;
+                tree.rem = 0;
+                tree.settle(ents, pos);
+            }
+            let slot = tree.eligible.peek().expect("an eligible entity").slot;
+            let entity = &ents[slot as usize];
+            if entity.kind == Kind::Leaf {
+                return Some(LeafId {
+                    index: slot,
+                    generation: entity.generation,
+                });
+            }
+            group = entity.group as usize;
+        }
+    }
+
+    /// `leaf` received `service` (in the policy's unit): its start moves by
+    /// `service / weight`, and so does each ancestor's in its own parent's tree, whose virtual
+    /// time grows by `service / wsum`. Active entities keep their budget; an idle or forgotten
+    /// one has the service added to its remembered finish (see the module documentation).
+    pub fn charge(&mut self, leaf: LeafId, service: u64) -> Result<(), FqError> {
+        let mut slot = self.leaf_slot(leaf)?;
+        let ents = &mut self.ents[..];
+        let pos = &mut self.pos[..];
+        loop {
+            let entity = &ents[slot as usize];
+            let parent = entity.parent;
+            let weight = entity.weight as u64;
+            let own = entity.group;
+            let next_budget = match (entity.place.active(), own) {
+                (true, own) if own != NONE => self.groups[own as usize].next_budget(ents),
+                _ => None,
+            };
+            let tree = &mut self.groups[ents[parent as usize].group as usize].trees
+                [ents[slot as usize].class as usize];
+            let entity = &mut ents[slot as usize];
+            let d = delta(service, weight);
+            match entity.place {
+                Place::Eligible | Place::Pending => {
+                    entity.start += d;
+                    if let Some(budget) = next_budget {
+                        entity.budget = budget;
+                    }
+                    entity.finish = entity.start + delta(entity.budget, weight);
+                    tree.reposition(slot, ents, pos);
+                }
+                Place::Idle => {
+                    entity.finish += d;
+                    let key = entity.finish;
+                    tree.idle.set_key(pos[slot as usize], key, pos);
+                }
+                Place::Inactive => {
+                    entity.finish = tree.vtime + d;
+                    entity.place = Place::Idle;
+                    let key = entity.finish;
+                    tree.add_weight(weight as u32);
+                    tree.idle.push(Entry { key, slot }, pos);
+                }
+            }
+            tree.advance(service);
+            tree.settle(ents, pos);
+            if parent == ROOT_SLOT {
+                return Ok(());
+            }
+            slot = parent;
+        }
+    }
+
+    /// Sets the weight (1..=10000) of a leaf or non-root group. It applies at once: an active
+    /// entity keeps its start and gets a new finish.
+    pub fn set_weight(&mut self, node: impl Into<Node>, weight: u32) -> Result<(), FqError> {
+        let slot = self.node_slot(node.into())?;
+        check_weight(weight)?;
+        let old = self.ents[slot as usize].weight;
+        if old == weight {
+            return Ok(());
+        }
+        let (group, class) = self.tree_of(slot);
+        let tree = &mut self.groups[group].trees[class];
+        let entity = &mut self.ents[slot as usize];
+        entity.weight = weight;
+        match entity.place {
+            Place::Inactive => {}
+            Place::Idle => {
+                tree.sub_weight(old);
+                tree.add_weight(weight);
+            }
+            Place::Eligible | Place::Pending => {
+                tree.sub_weight(old);
+                tree.add_weight(weight);
+                entity.finish = entity.start + delta(entity.budget, weight as u64);
+                tree.reposition(slot, &mut self.ents, &mut self.pos);
+                self.propagate(self.ents[slot as usize].parent);
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves a leaf or non-root group to another class's service tree. An active entity starts
+    /// afresh at the new tree's virtual time; an idle one is forgotten.
+    pub fn set_class(&mut self, node: impl Into<Node>, class: IoPrioClass) -> Result<(), FqError> {
+        let slot = self.node_slot(node.into())?;
+        let class = class_index(class);
+        let old = self.ents[slot as usize].class;
+        if old == class {
+            return Ok(());
+        }
+        let (group, _) = self.tree_of(slot);
+        let weight = self.ents[slot as usize].weight;
+        match self.ents[slot as usize].place {
+            Place::Inactive => {}
+            Place::Idle => {
+                let tree = &mut self.groups[group].trees[old as usize];
+                tree.idle.remove(self.pos[slot as usize], &mut self.pos);
+                tree.sub_weight(weight);
+                self.ents[slot as usize].place = Place::Inactive;
+            }
+            Place::Eligible | Place::Pending => {
+                let tree = &mut self.groups[group].trees[old as usize];
+                tree.remove(slot, &self.ents, &mut self.pos);
+                tree.sub_weight(weight);
+                self.ents[slot as usize].place = Place::Inactive;
+                self.ents[slot as usize].class = class;
+                let budget = self.ents[slot as usize].budget;
+                self.enter(slot, budget);
+                self.propagate(self.ents[slot as usize].parent);
+            }
+        }
+        self.ents[slot as usize].class = class;
+        Ok(())
+    }
+}
