@@ -18,6 +18,8 @@ pub struct JobFigures {
     pub stats: DirStats,
     /// Longest runtime among the pooled jobs, ns.
     pub runtime: u64,
+    /// Device time of the pooled jobs (every direction), ns.
+    pub device_time: u64,
 }
 
 impl JobFigures {
@@ -32,7 +34,7 @@ impl JobFigures {
     }
 
     /// A named metric, in base units (ns, bytes/s, I/Os per second, counts):
-    /// `iops`, `bw`, `ios`, `bytes`, `clat_mean`, `clat_max`, `clat_min`, `clat_stddev`,
+    /// `iops`, `bw`, `ios`, `bytes`, `disk_time` (the device's time on them, ns), `clat_mean`, `clat_max`, `clat_min`, `clat_stddev`,
     /// `clat_pNN` (for example `clat_p99.99`), and the same for `lat_` and `slat_`.
     pub fn metric(&self, name: &str) -> Option<f64> {
         match name {
@@ -40,6 +42,7 @@ impl JobFigures {
             "bw" => return Some(self.bandwidth()),
             "ios" => return Some(self.stats.total_ios as f64),
             "bytes" => return Some(self.stats.io_bytes as f64),
+            "disk_time" => return Some(self.device_time as f64),
             _ => {}
         }
         let (kind, what) = name.split_once('_')?;
@@ -73,7 +76,8 @@ fn per_second(amount: f64, runtime: u64) -> f64 {
 }
 
 /// Names of the metrics [`JobFigures::metric`] knows, for error messages.
-pub const METRIC_NAMES: &str = "iops, bw, ios, bytes, clat_mean, clat_max, clat_min, clat_stddev, \
+pub const METRIC_NAMES: &str =
+    "iops, bw, ios, bytes, disk_time, clat_mean, clat_max, clat_min, clat_stddev, \
                                 clat_pNN (e.g. clat_p99.99), and lat_* / slat_* likewise";
 
 /// The figures of the jobs named `job` in direction `dir` (or the direction with the most I/O).
@@ -101,6 +105,7 @@ pub fn job_figures(report: &RunReport, job: &str, dir: Option<DataDir>) -> Optio
         clones: matched.len(),
         stats,
         runtime: matched.iter().map(|j| j.runtime).max().unwrap_or(0),
+        device_time: matched.iter().map(|j| j.device_time).sum(),
     })
 }
 

@@ -464,6 +464,10 @@ pub struct JobResult {
     pub logs: LogRequest,
     /// Every measured I/O, in completion order, when a log was asked for (else empty).
     pub samples: Vec<IoSample>,
+    /// Time the device spent on this job's measured I/O: each request's dispatch to
+    /// completion, shared by bytes among the I/Os merged into it. On a device that serves one
+    /// command at a time this is the job's disk time, the share seed 003's controllers divide.
+    pub device_time: Nanos,
 }
 
 impl JobResult {
@@ -494,6 +498,7 @@ impl JobResult {
                 job_number,
             },
             samples: Vec::new(),
+            device_time: 0,
         }
     }
 

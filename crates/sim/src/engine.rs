@@ -779,6 +779,17 @@ impl Simulation {
         self.disk
             .completed(self.now, request.direction(), at - dispatched);
         self.elevator.completed(&request, at);
+        // The device time, shared by bytes among the original requests it carried.
+        let service = at - dispatched;
+        for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
+            let io = &self.ios[&id.0];
+            let run = &mut self.jobs[io.job as usize];
+            if at >= run.result.measure_start {
+                let share = (u128::from(service) * u128::from(io.bytes.max(1))
+                    / u128::from(request.len.max(1))) as Nanos;
+                run.result.device_time += share;
+            }
+        }
         let carrier_id = request.id;
         if self.wakeup_latency == 0 {
             for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {

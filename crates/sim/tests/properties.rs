@@ -53,6 +53,9 @@ fn job(index: usize, shape: &JobShape) -> JobSpec {
     job.bs = std::array::from_fn(|_| BlockSize::Fixed(shape.block_kib * 1024));
     job.blockalign = [shape.block_kib * 1024; 3];
     job.filenames = vec![format!("file{}", shape.file)];
+    // Jobs spread over three cgroups, so grouped policies schedule groups (the others ignore
+    // groups).
+    job.cgroup = format!("/g{}", index % 3);
     job.size = Some(Amount::Bytes(8 << 20));
     job.io_size = Some(shape.ios * shape.block_kib * 1024);
     job.thinktime = shape.thinktime_us * 1000;
@@ -111,7 +114,7 @@ proptest! {
     fn every_request_completes_exactly_once(
         shapes in proptest::collection::vec(job_shape(), 1..5),
         seed in any::<u64>(),
-        policy in prop_oneof![Just("noop"), Just("deadline"), Just("anticipatory"), Just("cfq")],
+        policy in prop_oneof![Just("noop"), Just("deadline"), Just("anticipatory"), Just("cfq"), Just("grouped-deadline"), Just("grouped-cfq")],
         latency_us in 50u64..5000,
         parallelism in 1u32..4,
         depth in 1u32..32,

@@ -3,11 +3,13 @@
 pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
+pub mod grouped;
 pub mod noop;
 
 use crate::policy::Policy;
 use crate::tunable::TunableSpec;
 use std::fmt;
+use std::sync::OnceLock;
 
 /// A policy's entry in the catalog.
 pub struct PolicyInfo {
@@ -74,6 +76,46 @@ static CATALOG: &[PolicyInfo] = &[
         summary: "per-flow time slices with idling, RT/BE/IDLE classes and priority-scaled slices (Linux's historic CFQ, without cgroups)",
         tunables: cfq::TUNABLES,
         build: || Box::new(cfq::Cfq::new()),
+    },
+    PolicyInfo {
+        name: "grouped-noop",
+        aliases: &["io-noop"],
+        summary: "noop per cgroup under the common fair-queuing layer (seed 003's IO controller noop)",
+        tunables: grouped::META_TUNABLES,
+        build: || {
+            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
+            Box::new(grouped::Grouped::new("grouped-noop", || Box::new(noop::Noop::new()), noop::TUNABLES, &CELL))
+        },
+    },
+    PolicyInfo {
+        name: "grouped-deadline",
+        aliases: &["io-deadline"],
+        summary: "deadline per cgroup under the common fair-queuing layer (seed 003's IO controller deadline)",
+        tunables: grouped::META_TUNABLES,
+        build: || {
+            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
+            Box::new(grouped::Grouped::new("grouped-deadline", || Box::new(deadline::Deadline::new()), deadline::TUNABLES, &CELL))
+        },
+    },
+    PolicyInfo {
+        name: "grouped-anticipatory",
+        aliases: &["io-as"],
+        summary: "anticipatory per cgroup under the common fair-queuing layer (seed 003's IO controller AS)",
+        tunables: grouped::META_TUNABLES,
+        build: || {
+            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
+            Box::new(grouped::Grouped::new("grouped-anticipatory", || Box::new(anticipatory::Anticipatory::new()), anticipatory::TUNABLES, &CELL))
+        },
+    },
+    PolicyInfo {
+        name: "grouped-cfq",
+        aliases: &["io-cfq"],
+        summary: "cfq per cgroup under the common fair-queuing layer (cfq's group scheduling, as seed 003 builds it)",
+        tunables: grouped::META_TUNABLES,
+        build: || {
+            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
+            Box::new(grouped::Grouped::new("grouped-cfq", || Box::new(cfq::Cfq::new()), cfq::TUNABLES, &CELL))
+        },
     },
 ];
 

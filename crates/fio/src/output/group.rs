@@ -504,6 +504,7 @@ mod tests {
             error: 0,
             logs: Default::default(),
             samples: Vec::new(),
+            device_time: 0,
         };
         job.dirs[0].record(4096, None, 1000, Default::default(), 0);
         job

@@ -34,6 +34,7 @@
 //!     error: 0,
 //!     logs: Default::default(),
 //!     samples: Vec::new(),
+//!     device_time: 0,
 //! };
 //! // One 4 KiB read every millisecond, each taking 800 us.
 //! for i in 0..1000u64 {

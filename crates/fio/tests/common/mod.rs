@@ -32,6 +32,7 @@ pub fn job(name: &str, group_id: u32, runtime: u64) -> JobResult {
         error: 0,
         logs: Default::default(),
         samples: Vec::new(),
+        device_time: 0,
     }
 }
 
