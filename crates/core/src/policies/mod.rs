@@ -1,6 +1,7 @@
 //! Every policy iosched implements, and the catalog that builds them by name.
 
 pub mod anticipatory;
+pub mod bfq;
 pub mod cfq;
 pub mod deadline;
 pub mod grouped;
@@ -76,6 +77,13 @@ static CATALOG: &[PolicyInfo] = &[
         summary: "per-flow time slices with idling, RT/BE/IDLE classes and priority-scaled slices (Linux's historic CFQ, without cgroups)",
         tunables: cfq::TUNABLES,
         build: || Box::new(cfq::Cfq::new()),
+    },
+    PolicyInfo {
+        name: "bfq",
+        aliases: &[],
+        summary: "budget fair queueing over the common layer: per-flow budgets by ioprio weight, cgroups by io.weight, budget feedback, slice_idle (Linux's BFQ without weight raising)",
+        tunables: bfq::TUNABLES,
+        build: || Box::new(bfq::Bfq::new()),
     },
     PolicyInfo {
         name: "grouped-noop",
