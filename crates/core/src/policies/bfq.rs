@@ -429,8 +429,9 @@ impl Bfq {
         // (bfq_bfqq_non_blocking_wait_rq): otherwise it would lose its turn to any sibling
         // at every expiry.
         let queue = &self.queues[&key];
-        let expected = queue.sync
-            && self.slice_idle > 0
+        let expected = reason != Expiration::TooIdle
+            && reason != Expiration::NoMoreRequests
+            && self.better_to_idle(key)
             && (queue.in_flight > 0 || now.saturating_sub(queue.last_completion) < self.slice_idle);
         if queued > 0 || expected {
             let next = self.queues[&key]
