@@ -330,33 +330,15 @@ impl FairQueue {
             let at = self.pos[slot];
             match entity.place {
                 Place::Eligible => {
-                    assert_eq!(
-                        *tree.eligible.get(at),
-                        heap::Entry {
-                            key: entity.finish,
-                            slot: slot as u32
-                        }
-                    );
+                    assert_eq!(tree.eligible.get(at), heap::key(entity.finish, slot as u32));
                     assert!(entity.start <= tree.vtime);
                 }
                 Place::Pending => {
-                    assert_eq!(
-                        *tree.pending.get(at),
-                        heap::Entry {
-                            key: entity.start,
-                            slot: slot as u32
-                        }
-                    );
+                    assert_eq!(tree.pending.get(at), heap::key(entity.start, slot as u32));
                     assert!(entity.start > tree.vtime);
                 }
                 Place::Idle => {
-                    assert_eq!(
-                        *tree.idle.get(at),
-                        heap::Entry {
-                            key: entity.finish,
-                            slot: slot as u32
-                        }
-                    );
+                    assert_eq!(tree.idle.get(at), heap::key(entity.finish, slot as u32));
                     assert!(entity.finish > tree.vtime);
                 }
                 Place::Inactive => {}
@@ -366,8 +348,8 @@ impl FairQueue {
             for tree in &data.trees {
                 let heaps = [&tree.eligible, &tree.pending, &tree.idle];
                 for heap in heaps {
-                    for entry in heap.entries() {
-                        assert_ne!(self.ents[entry.slot as usize].kind, Kind::Free);
+                    for &k in heap.keys() {
+                        assert_ne!(self.ents[heap::slot_of(k) as usize].kind, Kind::Free);
                     }
                 }
             }
