@@ -35,13 +35,15 @@
 //! sum of the weights of the tree's active entities and of its idle entities still remembered
 //! (see below), exactly as BFQ's `st->wsum`.
 //!
-//! Virtual times are `u128` fixed point with [`SERVICE_SHIFT`] = 22 fractional bits (BFQ's
-//! `WFQ_SERVICE_SHIFT`): `delta(s, w) = (s << 22) / w`. The 128 bits mean no wrap-around in any
-//! realistic life (BFQ's `u64` timestamps wrap and are compared modulo 2^64). The divisions are
-//! done on `u64` halves, so they cost a hardware division each. Each tree also carries the
-//! remainder of its `s / wsum` division, so that many small charges (one I/O at a time, with a
-//! large `wsum`) move `V` by exactly the total; the remainder is dropped when `wsum` changes or
-//! `V` jumps (an error below 2^-22 of a service unit).
+//! Virtual times are fixed point with [`SERVICE_SHIFT`] = 22 fractional bits (BFQ's
+//! `WFQ_SERVICE_SHIFT`): `delta(s, w) = (s << 22) / w`, kept in `u128` and saturating at
+//! [`MAX_TAG`] = 2^104 - 1, that is 2^82 units of service per unit of weight: no wrap-around in
+//! any realistic life (BFQ's `u64` timestamps wrap and are compared modulo 2^64), and room for
+//! a 24-bit slot beside a tag in one 128-bit heap key. The divisions are done in `u64` (one
+//! hardware division when `s < 2^42`, two otherwise). Each tree also carries the remainder of
+//! its `s / wsum` division, so that many small charges (one I/O at a time, with a large `wsum`)
+//! move `V` by exactly the total; the remainder is dropped when `wsum` changes or `V` jumps (an
+//! error below 2^-22 of a service unit).
 //!
 //! ## The data structure, and why not BFQ's tree
 //!
@@ -55,10 +57,16 @@
 //!
 //! The next entity is the top of `eligible`; when `V` grows, the tops of `pending` whose `S`
 //! has been reached move over. An entity moves from `pending` to `eligible` at most once per
-//! change of its tags, and `V` never decreases, so every operation costs O(log n) amortized.
-//! The selection is exactly the same as BFQ's tree (the eligible entity with the smallest
-//! `F`); the heaps are flat arrays with the keys inline, which makes them several times faster
-//! than a pointer-linked tree at the sizes that matter (see `benches/fq.rs`).
+//! change of its tags, and `V` never decreases, so every operation costs O(log n) amortized
+//! (a single operation that makes k entities eligible costs O(k log n), paid for by their
+//! insertions). The selection is exactly BFQ's (the eligible entity with the smallest `F`,
+//! ties to the smaller slot). Why heaps: a heap is a flat array of 16-byte keys (virtual time
+//! and slot packed in one `u128`, so a comparison is one instruction pair), needs no
+//! rebalancing or parent pointers, and its common operations here are a pop and a push; the
+//! usual step of a backlogged tree, the entity just served becoming pending while the first
+//! pending entity becomes eligible, is done as one sift in each heap. An augmented red-black
+//! tree gives the same bounds with pointer chasing, rotations and `min_start` fix-ups on every
+//! update. `benches/fq.rs` measures the cost per request from 10 to 10 000 leaves.
 //!
 //! # Classes
 //!

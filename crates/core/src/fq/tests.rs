@@ -899,3 +899,25 @@ fn selection_is_stable_and_v_jumps() {
         10 * delta(1_000_000, 100)
     );
 }
+
+// Proves absurd service values cannot overflow or panic: tags saturate at MAX_TAG (2^82 units
+// of service per unit of weight), and the scheduler keeps selecting (saturated ties go to the
+// smaller slot).
+#[test]
+fn absurd_service_saturates_without_panicking() {
+    let mut fq = FairQueue::new();
+    let a = fq.add_leaf(FqGroupId::ROOT, 1, BE).unwrap();
+    let b = fq.add_leaf(FqGroupId::ROOT, 1, BE).unwrap();
+    fq.activate(a, u64::MAX).unwrap();
+    fq.activate(b, u64::MAX).unwrap();
+    for _ in 0..(1 << 20) {
+        let leaf = fq.select_next(0).unwrap();
+        fq.charge(leaf, u64::MAX).unwrap();
+    }
+    assert_eq!(fq.tags(a).unwrap().start, MAX_TAG);
+    assert_eq!(fq.tags(b).unwrap().finish, MAX_TAG);
+    assert_eq!(fq.vtime(FqGroupId::ROOT, BE).unwrap(), MAX_TAG);
+    assert_eq!(fq.select_next(0), Some(a));
+    fq.deactivate(a).unwrap();
+    assert_eq!(fq.select_next(0), Some(b));
+}
