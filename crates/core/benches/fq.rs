@@ -127,7 +127,8 @@ impl Bench {
 }
 
 /// Nanoseconds this thread has spent on a CPU (Linux's schedstat), if available. On a shared
-/// machine this leaves out the time the thread waited for a core.
+/// machine this leaves out the time the thread waited for a core. It is updated at scheduler
+/// ticks and switches, so it needs long runs.
 fn cpu_ns() -> Option<u64> {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()?
@@ -166,7 +167,9 @@ fn summary() {
         for workload in [Workload::Backlogged, Workload::Churn] {
             for layout in [Layout::Flat, Layout::TwoLevel] {
                 let mut bench = Bench::new(n, layout, workload);
-                let count = 400_000usize.max(40 * n);
+                // schedstat advances at scheduler ticks (a few ms): 2 million requests per run
+                // keep that within a couple of ns per request.
+                let count = 2_000_000usize;
                 let (w, c) = measure(&mut bench, count, 5);
                 wall_row.push(w);
                 cpu_row.push(c);

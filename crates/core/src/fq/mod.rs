@@ -121,6 +121,23 @@
 //! activation). BFQ's "backshifted" timestamps (`non_blocking_wait_rq`) and weight raising are
 //! policy matters and are not here.
 //!
+//! # Correspondence with BFQ (block/bfq-wf2q.c)
+//!
+//! | here | BFQ |
+//! | --- | --- |
+//! | `delta` | `bfq_delta` (`WFQ_SERVICE_SHIFT` = 22) |
+//! | `F = S + budget / weight` | `bfq_calc_finish` |
+//! | [`FairQueue::activate`] | `bfq_activate_bfqq` -> `bfq_activate_requeue_entity`, `__bfq_activate_entity` |
+//! | [`FairQueue::set_budget`], group budgets | `__bfq_requeue_entity`, `bfq_update_parent_budget` |
+//! | [`FairQueue::deactivate`] | `bfq_del_bfqq_busy` -> `bfq_deactivate_entity`, `__bfq_deactivate_entity` |
+//! | [`FairQueue::select_next`] | `bfq_get_next_queue`, `bfq_lookup_next_entity`, `__bfq_lookup_next_entity` |
+//! | the eligible heap's top | `bfq_first_active_entity` |
+//! | `V` jump to the smallest start | `bfq_calc_vtime_jump`, `bfq_update_vtime` |
+//! | [`FairQueue::charge`] | `bfq_bfqq_served` (`V += s / wsum` per level) and the start update of `__bfq_requeue_entity` |
+//! | the idle heap, forgetting | `bfq_idle_insert`, `bfq_idle_extract`, `bfq_forget_idle`, `bfq_forget_entity` |
+//! | IDLE after the timeout | the `bfq_class_idle_last_service` test in `bfq_lookup_next_entity` |
+//! | [`FairQueue::set_weight`], [`FairQueue::set_class`] | `__bfq_entity_update_weight_prio` (applied at once here) |
+//!
 //! # Charging: what the unit of service is
 //!
 //! The layer is agnostic: [`FairQueue::activate`] budgets and [`FairQueue::charge`] service
