@@ -330,33 +330,15 @@ impl FairQueue {
             let at = self.pos[slot];
             match entity.place {
                 Place::Eligible => {
-                    assert_eq!(
-                        *tree.eligible.get(at),
-                        heap::Entry {
-                            key: entity.finish,
-                            slot: slot as u32
-                        }
-                    );
+                    assert_eq!(tree.eligible.get(at), heap::key(entity.finish, slot as u32));
                     assert!(entity.start <= tree.vtime);
                 }
                 Place::Pending => {
-                    assert_eq!(
-                        *tree.pending.get(at),
-                        heap::Entry {
-                            key: entity.start,
-                            slot: slot as u32
-                        }
-                    );
+                    assert_eq!(tree.pending.get(at), heap::key(entity.start, slot as u32));
                     assert!(entity.start > tree.vtime);
                 }
                 Place::Idle => {
-                    assert_eq!(
-                        *tree.idle.get(at),
-                        heap::Entry {
-                            key: entity.finish,
-                            slot: slot as u32
-                        }
-                    );
+                    assert_eq!(tree.idle.get(at), heap::key(entity.finish, slot as u32));
                     assert!(entity.finish > tree.vtime);
                 }
                 Place::Inactive => {}
@@ -366,8 +348,8 @@ impl FairQueue {
             for tree in &data.trees {
                 let heaps = [&tree.eligible, &tree.pending, &tree.idle];
                 for heap in heaps {
-                    for entry in heap.entries() {
-                        assert_ne!(self.ents[entry.slot as usize].kind, Kind::Free);
+                    for &k in heap.keys() {
+                        assert_ne!(self.ents[heap::slot_of(k) as usize].kind, Kind::Free);
                     }
                 }
             }
@@ -916,4 +898,26 @@ fn selection_is_stable_and_v_jumps() {
         fq.vtime(FqGroupId::ROOT, BE).unwrap(),
         10 * delta(1_000_000, 100)
     );
+}
+
+// Proves absurd service values cannot overflow or panic: tags saturate at MAX_TAG (2^82 units
+// of service per unit of weight), and the scheduler keeps selecting (saturated ties go to the
+// smaller slot).
+#[test]
+fn absurd_service_saturates_without_panicking() {
+    let mut fq = FairQueue::new();
+    let a = fq.add_leaf(FqGroupId::ROOT, 1, BE).unwrap();
+    let b = fq.add_leaf(FqGroupId::ROOT, 1, BE).unwrap();
+    fq.activate(a, u64::MAX).unwrap();
+    fq.activate(b, u64::MAX).unwrap();
+    for _ in 0..(1 << 20) {
+        let leaf = fq.select_next(0).unwrap();
+        fq.charge(leaf, u64::MAX).unwrap();
+    }
+    assert_eq!(fq.tags(a).unwrap().start, MAX_TAG);
+    assert_eq!(fq.tags(b).unwrap().finish, MAX_TAG);
+    assert_eq!(fq.vtime(FqGroupId::ROOT, BE).unwrap(), MAX_TAG);
+    assert_eq!(fq.select_next(0), Some(a));
+    fq.deactivate(a).unwrap();
+    assert_eq!(fq.select_next(0), Some(b));
 }
