@@ -40,6 +40,16 @@ pub const QUEUE_TUNABLES: &[TunableSpec] = &[
         doc: "largest request merging may build (Linux default BLK_DEF_MAX_SECTORS_CAP, 1280 KiB)",
     },
     TunableSpec {
+        name: "nr_group_requests",
+        unit: Unit::Requests,
+        default: 0,
+        min: 0,
+        max: 65_536,
+        doc: "most requests one cgroup may hold at once (0: no per-group limit); seed 003's \
+              IO controller gave each group its own request descriptors so that one group's \
+              flood cannot keep another's requests out of the scheduler",
+    },
+    TunableSpec {
         name: "nomerges",
         unit: Unit::Flag,
         default: 0,
@@ -90,6 +100,9 @@ pub struct Elevator {
     nr_requests: u32,
     max_sectors_kb: u32,
     nomerges: bool,
+    nr_group_requests: u32,
+    /// Requests each group holds (queued in the policy or in flight), when limited.
+    per_group: std::collections::HashMap<crate::group::GroupId, u32>,
     in_flight: usize,
     stats: ElevatorStats,
 }
@@ -105,6 +118,8 @@ impl Elevator {
             nr_requests,
             max_sectors_kb: QUEUE_TUNABLES[1].default as u32,
             nomerges: false,
+            nr_group_requests: 0,
+            per_group: std::collections::HashMap::new(),
             in_flight: 0,
             stats: ElevatorStats::default(),
         }
@@ -146,11 +161,19 @@ impl Elevator {
         self.policy.queued() + self.in_flight < self.nr_requests as usize
     }
 
+    /// Whether a new request of `group` would be admitted now: room in the queue, and in the
+    /// group's own share when `nr_group_requests` is set.
+    pub fn has_room_for(&self, group: crate::group::GroupId) -> bool {
+        self.has_room()
+            && (self.nr_group_requests == 0
+                || self.per_group.get(&group).copied().unwrap_or(0) < self.nr_group_requests)
+    }
+
     /// Offers a request. It may merge into a queued one (even when the queue is full, as a bio
     /// merges without needing a free request in the kernel), or be queued if there is room;
     /// otherwise it is handed back and the submitter must wait for a completion.
     pub fn submit(&mut self, request: Request, now: Nanos) -> Result<Admitted, Request> {
-        let room = self.has_room();
+        let room = self.has_room_for(request.group);
         let request = match &mut self.stage {
             None => request,
             Some(_) if !room => {
@@ -185,12 +208,15 @@ impl Elevator {
                 Err(request) => request,
             }
         };
-        if !self.has_room() {
+        if !self.has_room_for(request.group) {
             self.stats.full += 1;
             return Err(request);
         }
         self.stats.submitted += 1;
         self.stats.inserted += 1;
+        if self.nr_group_requests > 0 {
+            *self.per_group.entry(request.group).or_insert(0) += 1;
+        }
         self.policy.insert(request, now);
         Ok(Admitted::Queued)
     }
@@ -228,6 +254,9 @@ impl Elevator {
         assert!(self.in_flight > 0, "completion without a request in flight");
         self.in_flight -= 1;
         self.stats.completed += 1;
+        if let Some(held) = self.per_group.get_mut(&request.group) {
+            *held = held.saturating_sub(1);
+        }
         if let Some(stage) = &mut self.stage {
             stage.completed(request, now);
         }
@@ -301,6 +330,7 @@ impl Elevator {
             "nr_requests" => Some(u64::from(self.nr_requests)),
             "max_sectors_kb" => Some(u64::from(self.max_sectors_kb)),
             "nomerges" => Some(u64::from(self.nomerges)),
+            "nr_group_requests" => Some(u64::from(self.nr_group_requests)),
             _ => None,
         }
     }
@@ -311,6 +341,17 @@ impl Elevator {
             let value = spec.parse(text)?;
             match name {
                 "nr_requests" => self.nr_requests = value as u32,
+                "nr_group_requests" => {
+                    if self.in_flight > 0 || self.policy.queued() > 0 {
+                        return Err(TunableError::BadValue {
+                            name: spec.name,
+                            value: text.to_string(),
+                            reason: "requests are queued or in flight; set it before the run"
+                                .into(),
+                        });
+                    }
+                    self.nr_group_requests = value as u32;
+                }
                 "max_sectors_kb" => self.max_sectors_kb = value as u32,
                 "nomerges" => self.nomerges = value == 1,
                 _ => unreachable!("every queue tunable is handled"),

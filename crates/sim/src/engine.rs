@@ -677,7 +677,11 @@ impl Simulation {
 
     /// Offers a request to the elevator, or queues the submitter behind those already waiting.
     fn submit(&mut self, request: Request) {
-        if !self.blocked.is_empty() {
+        // Behind any submitter of its group already waiting (all of them, without per-group
+        // limits: then only the queue's room matters).
+        if self.blocked.iter().any(|r| r.group == request.group)
+            || (!self.blocked.is_empty() && self.elevator.get("nr_group_requests") == Ok(0))
+        {
             self.blocked.push_back(request);
             return;
         }
@@ -702,10 +706,28 @@ impl Simulation {
     }
 
     fn admit_blocked(&mut self) {
-        while let Some(request) = self.blocked.pop_front() {
+        if self.elevator.get("nr_group_requests") == Ok(0) {
+            while let Some(request) = self.blocked.pop_front() {
+                if let Err(request) = self.try_admit(request) {
+                    self.blocked.push_front(request);
+                    return;
+                }
+            }
+            return;
+        }
+        // Per-group limits: each group's waiting submitters in order, a full group not
+        // holding back the others.
+        let mut full: Vec<GroupId> = Vec::new();
+        let mut waiting = std::mem::take(&mut self.blocked);
+        for request in waiting.drain(..) {
+            if full.contains(&request.group) {
+                self.blocked.push_back(request);
+                continue;
+            }
+            let group = request.group;
             if let Err(request) = self.try_admit(request) {
-                self.blocked.push_front(request);
-                return;
+                full.push(group);
+                self.blocked.push_back(request);
             }
         }
     }

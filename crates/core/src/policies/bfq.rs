@@ -362,18 +362,20 @@ impl Bfq {
         if !queue.seeky() {
             return true;
         }
+        // The queue in service counts as busy, as in idling_needed_for_service_guarantees.
+        let busy = |(k, q): &(&QueueKey, &Queue)| **k == key || q.queued() > 0 || q.in_flight > 0;
         let mut weights = self
             .queues
-            .values()
-            .filter(|q| q.queued() > 0 || q.in_flight > 0)
-            .map(|q| self.fq.weight(q.leaf).unwrap_or(0));
+            .iter()
+            .filter(busy)
+            .map(|(_, q)| self.fq.weight(q.leaf).unwrap_or(0));
         let first = weights.next();
         let asymmetric = weights.any(|w| Some(w) != first);
         let groups: std::collections::BTreeSet<GroupId> = self
             .queues
-            .values()
-            .filter(|q| q.queued() > 0 || q.in_flight > 0)
-            .map(|q| q.group)
+            .iter()
+            .filter(busy)
+            .map(|(_, q)| q.group)
             .collect();
         asymmetric || groups.len() > 1
     }
@@ -383,6 +385,7 @@ impl Bfq {
         let Some(key) = self.active.take() else {
             return;
         };
+
         self.idle_until = None;
         let max_budget = self.max_budget();
         let min_budget = self.min_budget();

@@ -72,6 +72,15 @@ fn combined(
 const FIRST_BYTES_BUDGET: u64 = 1 << 20;
 const FIRST_IOS_BUDGET: u64 = 256;
 
+/// A group's turn, for charging when it ends.
+#[derive(Clone, Copy)]
+struct Turn {
+    group: GroupId,
+    start: Nanos,
+    bytes: u64,
+    ios: u64,
+}
+
 struct GroupQueue {
     policy: Box<dyn Policy>,
     leaf: LeafId,
@@ -100,6 +109,8 @@ pub struct Grouped {
     served_bytes: u64,
     served_ios: u64,
     idle_until: Option<Nanos>,
+    /// A turn that ended with requests still on the disk: the next starts when they leave.
+    draining: Option<Turn>,
     queued: usize,
     group_slice: Nanos,
     group_idle: Nanos,
@@ -130,6 +141,7 @@ impl Grouped {
             served_bytes: 0,
             served_ios: 0,
             idle_until: None,
+            draining: None,
             queued: 0,
             group_slice: from_millis(META_TUNABLES[0].default),
             group_idle: from_millis(META_TUNABLES[1].default),
@@ -212,16 +224,34 @@ impl Grouped {
             return;
         };
         self.idle_until = None;
-        let elapsed = now.saturating_sub(self.turn_start);
+        let turn = Turn {
+            group,
+            start: self.turn_start,
+            bytes: self.served_bytes,
+            ios: self.served_ios,
+        };
+        let in_flight = self.queues[&group].in_flight;
+        if self.charge == 0 && in_flight > 0 {
+            // Charged in disk time: the turn ends when its requests have left the disk, and
+            // the next group starts then, so neither pays for the other's requests.
+            self.draining = Some(turn);
+            return;
+        }
+        self.finish(turn, now);
+    }
+
+    /// Charges a finished turn and hands the group back to the layer.
+    fn finish(&mut self, turn: Turn, now: Nanos) {
+        let elapsed = now.saturating_sub(turn.start);
         let service = match self.charge {
             0 => elapsed.max(1),
-            1 => self.served_bytes.max(1),
-            _ => self.served_ios.max(1),
+            1 => turn.bytes.max(1),
+            _ => turn.ios.max(1),
         };
         let full_turn = elapsed >= self.group_slice;
         let queue = self
             .queues
-            .get_mut(&group)
+            .get_mut(&turn.group)
             .expect("the active group has a queue");
         if full_turn && self.charge != 0 {
             queue.budget = service;
@@ -307,6 +337,10 @@ impl Policy for Grouped {
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         // Each pass either serves, waits, or ends a turn; a turn ends at most once per group.
         for _ in 0..=self.queues.len() + 1 {
+            if self.draining.is_some() {
+                // The last turn's requests are still on the disk.
+                return Dispatch::Empty;
+            }
             let group = match self.active {
                 Some(group) => group,
                 None => {
@@ -353,8 +387,10 @@ impl Policy for Grouped {
                             return Dispatch::WaitUntil(until.min(turn_end));
                         }
                     }
-                    let expired_at = now;
-                    self.expire(expired_at);
+                    self.expire(now);
+                    if self.draining.is_some() {
+                        return Dispatch::Empty;
+                    }
                     if let Some(queue) = self.queues.get(&group) {
                         if queue.queued == 0 && queue.in_flight == 0 {
                             // It did not come back within group_idle: it is idle now.
@@ -377,6 +413,13 @@ impl Policy for Grouped {
             queue.in_flight = queue.in_flight.saturating_sub(1);
             queue.last_completion = now;
             queue.policy.completed(request, now);
+            let drained = queue.in_flight == 0;
+            if let Some(turn) = self.draining {
+                if turn.group == request.group && drained {
+                    self.draining = None;
+                    self.finish(turn, now);
+                }
+            }
         }
     }
 
