@@ -84,6 +84,26 @@ struct VariantDefinition {
     #[serde(default)]
     env: BTreeMap<String, String>,
     job: Option<String>,
+    /// cgroup io files for this variant: `groups = { "/g1" = { "io.max" = "rbps=1048576" } }`.
+    #[serde(default)]
+    groups: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+fn group_settings(
+    groups: &BTreeMap<String, BTreeMap<String, String>>,
+    origin: &str,
+) -> Vec<GroupSetting> {
+    groups
+        .iter()
+        .flat_map(|(path, files)| {
+            files.iter().map(move |(file, value)| GroupSetting {
+                path: path.clone(),
+                file: file.clone(),
+                value: value.clone(),
+                origin: origin.to_string(),
+            })
+        })
+        .collect()
 }
 
 impl PolicyEntry {
@@ -111,6 +131,14 @@ impl PolicyEntry {
                     .as_ref()
                     .map(|job| JobSource::read(&folder.join(job)))
                     .transpose()?,
+                group_settings: group_settings(
+                    &definition.groups,
+                    &format!(
+                        "{}: policy {:?} groups",
+                        folder.join(DEFINITION_FILE).display(),
+                        definition.label
+                    ),
+                ),
             }),
         }
     }
@@ -304,7 +332,7 @@ fn format_metric(metric: &str, value: f64) -> String {
         format!("{value:.1} IOPS")
     } else if metric == "bw" {
         figures::rate(value)
-    } else if metric.contains("lat_") {
+    } else if metric.contains("lat_") || metric == "disk_time" {
         figures::duration(value)
     } else {
         format!("{value:.1}")
@@ -514,21 +542,13 @@ pub fn run_experiment(
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            group_settings: definition
-                .groups
-                .iter()
-                .flat_map(|(path, files)| {
-                    files.iter().map(move |(file, value)| GroupSetting {
-                        path: path.clone(),
-                        file: file.clone(),
-                        value: value.clone(),
-                        origin: format!(
-                            "{}: [groups]",
-                            experiment.folder.join(DEFINITION_FILE).display()
-                        ),
-                    })
-                })
-                .collect(),
+            group_settings: group_settings(
+                &definition.groups,
+                &format!(
+                    "{}: [groups]",
+                    experiment.folder.join(DEFINITION_FILE).display()
+                ),
+            ),
             ..SimConfig::default()
         },
     };
@@ -569,6 +589,12 @@ pub fn run_experiment(
         if let Some(job) = &variant.job {
             settings.push((format!("{}: job file", variant.label), job.origin.clone()));
         }
+        settings.extend(variant.group_settings.iter().map(|g| {
+            (
+                format!("{}: {} {}", variant.label, g.path, g.file),
+                g.value.clone(),
+            )
+        }));
     }
     let mut study = Study {
         title: format!("{}: {}", experiment.name, definition.title),

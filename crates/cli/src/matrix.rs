@@ -53,6 +53,8 @@ pub struct Variant {
     pub env: BTreeMap<String, String>,
     /// A job file that replaces the shared one.
     pub job: Option<JobSource>,
+    /// cgroup settings for this variant only, written after the shared ones.
+    pub group_settings: Vec<iosched_sim::GroupSetting>,
 }
 
 impl Variant {
@@ -64,6 +66,7 @@ impl Variant {
             settings: Vec::new(),
             env: BTreeMap::new(),
             job: None,
+            group_settings: Vec::new(),
         }
     }
 
@@ -199,6 +202,9 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
                 config
                     .policy_settings
                     .extend(cell.variant.settings.iter().cloned());
+                config
+                    .group_settings
+                    .extend(cell.variant.group_settings.iter().cloned());
                 let outcome = iosched_sim::run(&config, file)
                     .map_err(anyhow::Error::msg)
                     .with_context(|| match &cell.point {

@@ -231,7 +231,7 @@ impl Grouped {
             ios: self.served_ios,
         };
         let in_flight = self.queues[&group].in_flight;
-        if self.charge == 0 && in_flight > 0 {
+        if self.charge == 0 && in_flight > 0 && self.others_have_work(group) {
             // Charged in disk time: the turn ends when its requests have left the disk, and
             // the next group starts then, so neither pays for the other's requests.
             self.draining = Some(turn);
@@ -270,6 +270,13 @@ impl Grouped {
         } else {
             self.fq.deactivate(leaf).expect("live leaf");
         }
+    }
+
+    /// Whether a group other than `group` has requests queued or on the disk.
+    fn others_have_work(&self, group: GroupId) -> bool {
+        self.queues
+            .iter()
+            .any(|(&g, q)| g != group && (q.queued > 0 || q.in_flight > 0))
     }
 
     fn turn_over(&self, now: Nanos) -> bool {
@@ -380,8 +387,10 @@ impl Policy for Grouped {
                     return Dispatch::Empty;
                 }
                 Dispatch::Empty => {
-                    // group_idle: wait for the group's next request rather than switch.
-                    if self.group_idle > 0 {
+                    // group_idle: wait for the group's next request rather than switch to a
+                    // group that has work (with no other group waiting there is nothing to
+                    // protect, and flat mode stays the policy alone).
+                    if self.group_idle > 0 && self.others_have_work(group) {
                         let until = *self.idle_until.get_or_insert(now + self.group_idle);
                         if now < until {
                             return Dispatch::WaitUntil(until.min(turn_end));
