@@ -546,6 +546,9 @@ impl Engine {
                     run.staged = None;
                     if run.in_flight == 0 {
                         self.finish_job(index, now);
+                        if self.jobs[index].phase == Phase::Verifying {
+                            self.pump_verify(index, now);
+                        }
                     }
                 }
                 _ => {}
@@ -620,6 +623,11 @@ impl Engine {
                 run.phase = Phase::Draining;
                 if run.in_flight == 0 {
                     self.finish_job(index, now);
+                    // A verify job goes straight on to its read-back: nothing else would wake
+                    // it before the loop's check for a stall.
+                    if self.jobs[index].phase == Phase::Verifying {
+                        self.pump_verify(index, now);
+                    }
                 }
                 return;
             }
