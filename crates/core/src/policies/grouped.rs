@@ -9,8 +9,13 @@
 //! - **Turns.** The group picked is *in service* until it has had `group_slice` of disk time, or
 //!   runs out of requests. Then it is charged what it consumed and the layer picks again.
 //! - **Charging** (`charge`): 0 charges disk time (the time the group held the disk, the
-//!   seed's argument: a seeky group costs the disk far more per byte than a sequential one),
-//!   1 bytes, 2 I/Os.
+//!   seed's argument: a seeky group costs the disk far more per byte than a sequential one;
+//!   a turn that overran its slice is charged the slice), 1 bytes, 2 I/Os. In disk-time mode
+//!   a turn ends when its requests have left the disk, when another group waits.
+//!
+//! Not modelled: preemption across groups (the patch set let a reader preempt a writer in a
+//! sibling group); wait-busy is approximated by keeping a group whose process completed a
+//! request within `group_idle` in the race at its turn's end.
 //! - **group_idle**: when the group in service runs out of requests, the disk waits up to
 //!   `group_idle` for the group's next request instead of switching (CFQ's `group_idle`), so a
 //!   group whose processes issue one request at a time keeps its share. While it waits, its
@@ -244,7 +249,9 @@ impl Grouped {
     fn finish(&mut self, turn: Turn, now: Nanos) {
         let elapsed = now.saturating_sub(turn.start);
         let service = match self.charge {
-            0 => elapsed.max(1),
+            // A turn that overran its slice (its last requests were still on the disk) is
+            // charged the slice it was given, as the IO controller charges an overrun slice.
+            0 => elapsed.clamp(1, self.group_slice),
             1 => turn.bytes.max(1),
             _ => turn.ios.max(1),
         };
