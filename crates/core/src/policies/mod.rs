@@ -3,6 +3,7 @@
 pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
+pub mod latency;
 pub mod noop;
 
 use crate::policy::Policy;
@@ -74,6 +75,13 @@ static CATALOG: &[PolicyInfo] = &[
         summary: "per-flow time slices with idling, RT/BE/IDLE classes and priority-scaled slices (Linux's historic CFQ, without cgroups)",
         tunables: cfq::TUNABLES,
         build: || Box::new(cfq::Cfq::new()),
+    },
+    PolicyInfo {
+        name: "latency",
+        aliases: &[],
+        summary: "a foreground latency target: the best priority present goes first, the rest only up to a depth found from the foreground's measured latencies (in the spirit of io.latency)",
+        tunables: latency::TUNABLES,
+        build: || Box::new(latency::Latency::new()),
     },
 ];
 
