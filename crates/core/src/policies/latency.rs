@@ -19,7 +19,12 @@
 //!
 //! Foreground requests always go first, oldest first, without limit. Background requests go
 //! (best rank first, oldest first within a rank) only while fewer than the **depth limit** of
-//! them are in flight; the limit is at least 1, so the background always progresses.
+//! them are in flight. Below one request the limit is a fraction of the time: one background
+//! request at a time, each followed by a rest in proportion to how long it took, so that the
+//! background keeps the device busy that fraction of the time (down to an eighth: the
+//! background always progresses). blk-iolatency has the same floor problem at depth 1 and
+//! answers it by delaying the throttled issuers (`use_delay`); pacing is that delay for a
+//! scheduler that holds the requests itself.
 //!
 //! # Finding the depth
 //!
@@ -34,10 +39,11 @@
 //! - `m <= T` with slack in hand and the background held back by the limit during the window:
 //!   the limit steps up.
 //!
-//! Steps are `max(1, limit / 8)`. Between a depth whose latency is under the target and the next
-//! one, whose latency is over it, the limit therefore alternates, spending in the deeper one the
-//! slack earned in the shallower one: the long-run mean stays at the target, and the throughput
-//! is that of the device's curve between the two depths, which is as much as the target allows.
+//! Steps are `max(1, limit / 8)` requests, and an eighth of the time below one request.
+//! Between a depth whose latency is under the target and the next one, whose latency is over
+//! it, the limit therefore alternates, spending in the deeper one the slack earned in the
+//! shallower one: the long-run mean stays at the target, and the throughput is that of the
+//! device's curve between the two depths, which is as much as the target allows.
 //! blk-iolatency instead moves by a sixteenth of the queue up and halves down at most every
 //! 500 ms, and keeps the lower depth; the slack is what lets this policy sit *at* the target.
 //!
@@ -119,6 +125,9 @@ const MIN_SAMPLES: u64 = 5;
 /// A window lasts at least this many targets (blk-iolatency: `min_lat_nsec << 4`).
 const WINDOW_TARGETS: u64 = 16;
 
+/// One request of depth, in the limit's unit (eighths).
+const ONE: u32 = 8;
+
 /// The rank of a request: 0 is the best.
 fn rank(request: &Request) -> usize {
     let level = usize::from(request.prio.effective_level());
@@ -149,8 +158,11 @@ pub struct Latency {
     foreground: Option<usize>,
     /// Last time a foreground request was inserted, dispatched or completed.
     foreground_seen: Nanos,
-    /// Most background requests in flight now.
+    /// The background's depth limit, in eighths of a request: from 8 up, at most `limit / 8`
+    /// in flight; below 8, one at a time for `limit / 8` of the time (paced).
     limit: u32,
+    /// When pacing, the earliest time the next background request may leave.
+    paced_until: Nanos,
     /// Sum of (target - latency) over foreground completions, ns; bounded.
     slack: i64,
     window_start: Nanos,
@@ -185,7 +197,8 @@ impl Latency {
             in_flight: BTreeMap::new(),
             foreground: None,
             foreground_seen: 0,
-            limit: 1,
+            limit: ONE,
+            paced_until: 0,
             slack: 0,
             window_start: 0,
             window_sum: 0,
@@ -201,9 +214,15 @@ impl Latency {
         }
     }
 
-    /// The background's depth limit now.
-    pub fn limit(&self) -> u32 {
-        self.limit
+    /// The background's depth limit now, in requests: below 1 the one background request
+    /// in flight is paced so that the background is busy that fraction of the time.
+    pub fn depth_limit(&self) -> f64 {
+        f64::from(self.limit) / f64::from(ONE)
+    }
+
+    /// Most background requests in flight at once now.
+    fn depth(&self) -> u32 {
+        (self.limit / ONE).max(1)
     }
 
     /// The foreground's rank (0..=7 RT, 8..=15 BE, 16 IDLE), if any request is present.
@@ -218,7 +237,8 @@ impl Latency {
 
     /// Starts controlling afresh (a new foreground): depth 1, no slack, a new window.
     fn reset(&mut self, now: Nanos) {
-        self.limit = 1;
+        self.limit = ONE;
+        self.paced_until = 0;
         self.slack = 0;
         self.start_window(now);
     }
@@ -260,15 +280,33 @@ impl Latency {
         self.depth_area += u128::from(self.limit) * u128::from(length);
         self.depth_time += u128::from(length);
         self.windows += 1;
-        let step = (self.limit / 8).max(1);
+        // A step is an eighth of the depth, at least one request; below one request, an
+        // eighth of the time.
+        let depth = self.limit / ONE;
+        let up = if depth == 0 {
+            1
+        } else {
+            ONE * (depth / 8).max(1)
+        };
+        let down = if self.limit <= ONE {
+            1
+        } else {
+            ONE * (depth / 8).max(1)
+        };
+        let max = ONE * self.max_depth;
         if mean > target.saturating_mul(2) {
-            self.limit = (self.limit / 2).max(1);
+            let half = self.limit / 2;
+            self.limit = if half > ONE {
+                half - half % ONE
+            } else {
+                half.max(1)
+            };
         } else if mean > target {
             if self.slack < 0 {
-                self.limit = self.limit.saturating_sub(step).max(1);
+                self.limit = self.limit.saturating_sub(down).max(1);
             }
         } else if self.slack > 0 && self.window_limited {
-            self.limit = (self.limit + step).min(self.max_depth);
+            self.limit = (self.limit + up).min(max);
         }
         self.start_window(now);
     }
@@ -361,10 +399,15 @@ impl Policy for Latency {
         let Some(rank) = (foreground + 1..RANKS).find(|&r| !self.queues[r].is_empty()) else {
             return Dispatch::Empty;
         };
-        if self.background_in_flight(foreground) >= self.limit {
+        if self.background_in_flight(foreground) >= self.depth() {
             // A background completion is due (the limit is at least 1): ask again then.
             self.window_limited = true;
             return Dispatch::Empty;
+        }
+        if self.limit < ONE && now < self.paced_until {
+            // Below one request: the background rests between its requests.
+            self.window_limited = true;
+            return Dispatch::WaitUntil(self.paced_until);
         }
         self.take(rank, now)
     }
@@ -376,6 +419,13 @@ impl Policy for Latency {
         self.pending[flight.rank] -= 1;
         self.flying[flight.rank] -= 1;
         if self.foreground != Some(flight.rank) {
+            if self.limit < ONE {
+                // Busy for `limit / ONE` of the time: rest (ONE - limit) / limit of what this
+                // one took.
+                let took = now.saturating_sub(flight.dispatched);
+                let rest = u128::from(took) * u128::from(ONE - self.limit) / u128::from(self.limit);
+                self.paced_until = now.saturating_add(rest.min(u128::from(u64::MAX)) as u64);
+            }
             return;
         }
         self.foreground_seen = now;
@@ -439,7 +489,7 @@ impl Policy for Latency {
             "window_ms" => self.window = from_millis(value),
             "max_depth" => {
                 self.max_depth = value as u32;
-                self.limit = self.limit.min(self.max_depth);
+                self.limit = self.limit.min(ONE * self.max_depth);
             }
             "forward_prio" => self.forward_prio = value == 1,
             _ => unreachable!("find() accepted only known names"),
@@ -449,12 +499,12 @@ impl Policy for Latency {
 
     fn counters(&self) -> Vec<(&'static str, f64)> {
         let mean_depth = if self.depth_time > 0 {
-            self.depth_area as f64 / self.depth_time as f64
+            self.depth_area as f64 / self.depth_time as f64 / f64::from(ONE)
         } else {
-            f64::from(self.limit)
+            self.depth_limit()
         };
         vec![
-            ("latency_depth", f64::from(self.limit)),
+            ("latency_depth", self.depth_limit()),
             ("latency_depth_mean", mean_depth),
             ("latency_windows", self.windows as f64),
         ]
@@ -499,7 +549,7 @@ mod tests {
         foreground: u64,
         foreground_latency: Nanos,
         background: u64,
-        /// Time spent at each background limit (index = limit).
+        /// Time spent at each background limit (index = limit, in eighths).
         at_limit: Vec<Nanos>,
     }
 
@@ -508,11 +558,12 @@ mod tests {
             self.foreground_latency as f64 / self.foreground as f64 / 1000.0
         }
 
-        /// Limits the policy spent more than `share` of the time at.
-        fn limits_used(&self, share: f64) -> Vec<usize> {
+        /// Limits (in requests) the policy spent more than `share` of the time at.
+        fn limits_used(&self, share: f64) -> Vec<f64> {
             let total: Nanos = self.at_limit.iter().sum();
             (0..self.at_limit.len())
                 .filter(|&l| self.at_limit[l] as f64 > share * total as f64)
+                .map(|l| l as f64 / f64::from(ONE))
                 .collect()
         }
     }
@@ -566,20 +617,33 @@ mod tests {
             from: Nanos,
         ) -> Measured {
             let mut measured = Measured {
-                at_limit: vec![0; self.policy.max_depth as usize + 1],
+                at_limit: vec![0; (ONE * self.policy.max_depth) as usize + 1],
                 ..Measured::default()
             };
             while self.now < until {
-                while let Dispatch::Request(request) = self.policy.dispatch(self.now) {
-                    let done = self.now + latency(self.now, self.device.len() as u64 + 1);
-                    self.device.push(Reverse((done, request.id.0)));
-                    self.flying.insert(request.id.0, (request, self.now));
+                let wake = loop {
+                    match self.policy.dispatch(self.now) {
+                        Dispatch::Request(request) => {
+                            let n = self.device.len() as u64 + 1;
+                            let done = self.now + latency(self.now, n);
+                            self.device.push(Reverse((done, request.id.0)));
+                            self.flying.insert(request.id.0, (request, self.now));
+                        }
+                        Dispatch::WaitUntil(at) => break Some(at),
+                        Dispatch::Empty => break None,
+                    }
+                };
+                let &Reverse((done, id)) = self.device.peek().expect("something is in flight");
+                let next = wake.map_or(done, |at| at.min(done));
+                if next >= from {
+                    let limit = self.policy.limit as usize;
+                    measured.at_limit[limit] += next - self.now.max(from);
                 }
-                let Reverse((done, id)) = self.device.pop().expect("something is in flight");
-                if done >= from {
-                    measured.at_limit[self.policy.limit as usize] += done - self.now.max(from);
+                self.now = next;
+                if next < done {
+                    continue;
                 }
-                self.now = done;
+                self.device.pop();
                 let (request, dispatched) = self.flying.remove(&id).unwrap();
                 self.policy.completed(&request, done);
                 let class = self.classes.remove(&id).unwrap();
@@ -611,7 +675,7 @@ mod tests {
         let m = bench.run(linear(30 * US, 7 * US), 4 * SECOND, 2 * SECOND);
         let used = m.limits_used(0.02);
         assert!(
-            used == vec![2, 3],
+            used == vec![2.0, 3.0],
             "limits used: {used:?} ({:?})",
             m.at_limit
         );
@@ -640,30 +704,58 @@ mod tests {
         // 1 + 4 in flight give 58 us, 1 + 5 give 65 us.
         assert_eq!(
             before.limits_used(0.02),
-            vec![4, 5],
+            vec![4.0, 5.0],
             "{:?}",
             before.at_limit
         );
         let after = bench.run(device, 5 * SECOND, 3 * SECOND);
         // Now 1 + 2 give 58 us and 1 + 3 give 72 us.
-        assert_eq!(after.limits_used(0.02), vec![2, 3], "{:?}", after.at_limit);
+        assert_eq!(
+            after.limits_used(0.02),
+            vec![2.0, 3.0],
+            "{:?}",
+            after.at_limit
+        );
         let mean = after.mean_us();
         assert!((57.0..=61.5).contains(&mean), "foreground mean {mean} us");
     }
 
-    // Proves an unreachable target leaves the background one request in flight (it is never
-    // starved) and a loose one lets it use max_depth.
+    // Proves that a target between the foreground alone (30 us) and one background request
+    // beside it (37 us) is met by pacing that one request: busy about 3/7 of the time, it
+    // brings the foreground's mean to the target.
+    #[test]
+    fn paces_below_one_request() {
+        let mut bench = Bench::new(policy(33, 10), 1, 64);
+        let m = bench.run(linear(30 * US, 7 * US), 4 * SECOND, 2 * SECOND);
+        let mean = m.mean_us();
+        assert!((32.5..=33.6).contains(&mean), "foreground mean {mean} us");
+        let used = m.limits_used(0.05);
+        assert!(
+            used.iter().all(|&l| l > 0.2 && l < 0.8),
+            "limits used: {used:?}"
+        );
+        // The background moves at about that fraction of its one-request rate.
+        let alone = 2.0 * SECOND as f64 / (37 * US) as f64;
+        let share = m.background as f64 / alone;
+        assert!(
+            (0.3..0.6).contains(&share),
+            "background at {share} of one request"
+        );
+    }
+
+    // Proves an unreachable target paces the background down to an eighth of one request (it
+    // is never starved) and a loose one lets it use max_depth.
     #[test]
     fn unreachable_and_loose_targets() {
         let mut tight = Bench::new(policy(20, 10), 1, 64);
         let m = tight.run(linear(30 * US, 7 * US), SECOND, 0);
-        assert_eq!(tight.policy.limit(), 1);
-        assert!(m.background > 10_000, "{}", m.background);
+        assert_eq!(tight.policy.depth_limit(), 0.125);
+        assert!(m.background > 2_000, "{}", m.background);
         let mut loose = policy(1000, 1);
         loose.set_tunable("max_depth", 12).unwrap();
         let mut loose = Bench::new(loose, 1, 64);
         loose.run(linear(30 * US, 7 * US), SECOND, 0);
-        assert_eq!(loose.policy.limit(), 12);
+        assert_eq!(loose.policy.depth_limit(), 12.0);
     }
 
     // Proves the limit only grows while it holds the background back: a background that keeps
@@ -672,7 +764,7 @@ mod tests {
     fn grows_only_when_it_limits() {
         let mut bench = Bench::new(policy(1000, 1), 1, 1);
         bench.run(linear(30 * US, 7 * US), SECOND, 0);
-        assert_eq!(bench.policy.limit(), 1);
+        assert_eq!(bench.policy.depth_limit(), 1.0);
         assert!(bench.policy.windows > 50, "{}", bench.policy.windows);
     }
 
@@ -799,9 +891,9 @@ mod tests {
         policy.set_tunable("target_latency_us", 45).unwrap();
         assert_eq!(policy.tunable("target_latency_us").unwrap(), 45);
         assert!(policy.set_tunable("max_depth", 0).is_err());
-        policy.limit = 10;
+        policy.limit = 10 * ONE;
         policy.set_tunable("max_depth", 4).unwrap();
-        assert_eq!(policy.limit(), 4);
+        assert_eq!(policy.depth_limit(), 4.0);
         assert!(policy.tunable("nosuch").is_err());
         let names: Vec<&str> = policy.counters().iter().map(|c| c.0).collect();
         assert_eq!(
