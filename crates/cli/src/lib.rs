@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod compare;
 pub mod experiment;
 pub mod figures;
+pub mod frontier;
 pub mod matrix;
 pub mod report;
 pub mod run;

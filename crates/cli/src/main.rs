@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use iosched::{bench, calibrate, catalog, compare, experiment, run};
+use iosched::{bench, calibrate, catalog, compare, experiment, frontier, run};
 use std::process::ExitCode;
 
 /// I/O scheduling with quality of service: fio jobs in, fio-compatible results out.
@@ -29,6 +29,9 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Measure simulated requests per wall-clock second.
     Bench(bench::BenchArgs),
+    /// On a real device (needs root and fio): a foreground beside a background under the
+    /// kernel's schedulers and iosched's policies, each placed on the device's latency curve.
+    Frontier(frontier::FrontierArgs),
 }
 
 /// Dies quietly of SIGPIPE when the reader of our output goes away (`iosched policies | head`),
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Devices(args) => catalog::devices(args),
         Command::Calibrate(args) => calibrate::calibrate(args),
         Command::Bench(args) => bench::bench(args),
+        Command::Frontier(args) => frontier::frontier(args),
     };
     match outcome {
         Ok(code) => code,

@@ -466,3 +466,32 @@ fn real_engine_runs_on_a_file() {
     assert!(!message.contains("panicked"), "{message}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+// Proves `iosched frontier` refuses bad arguments before it touches a device, and without root
+// (or with a device that is not there) fails with a message saying why, creating nothing. The
+// comparison itself needs root, fio and minutes, so no test runs it.
+#[test]
+fn frontier_refuses_clearly() {
+    for (args, expected) in [
+        (&["--runtime", "0"][..], "--runtime"),
+        (&["--depths", "0,4"][..], "--depths"),
+        (&["--targets", "0"][..], "--targets"),
+    ] {
+        let mut all = vec!["frontier"];
+        all.extend_from_slice(args);
+        let output = iosched(&all);
+        let message = stderr(&output);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(message.contains(expected), "{args:?}: {message}");
+        assert!(!message.contains("panicked"), "{message}");
+    }
+    let output = iosched(&["frontier", "--device", "/nonexistent/iosched-device"]);
+    let message = stderr(&output);
+    assert!(!output.status.success());
+    assert!(
+        message.contains("needs root")
+            || message.contains("fio")
+            || message.contains("cannot open /nonexistent/iosched-device"),
+        "{message}"
+    );
+}

@@ -108,4 +108,10 @@ pub trait Policy: Send {
         let _ = value;
         Err(crate::tunable::unknown(name, self.tunables()))
     }
+
+    /// The policy's own state for a run's report, as name and value (a kernel scheduler shows
+    /// such state in debugfs). Most policies have none.
+    fn counters(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
 }

@@ -129,15 +129,25 @@ pub fn tunable_parameters(elevator: &Elevator) -> Vec<Parameter> {
 }
 
 /// The elevator's counters as report counters (`scheduler_inserted`, `_merged`,
-/// `_dispatched`, `_full_waits`).
+/// `_dispatched`, `_full_waits`), then the policy's own ([`Policy::counters`]).
+///
+/// [`Policy::counters`]: iosched_core::Policy::counters
 pub fn scheduler_counters(elevator: &Elevator) -> Vec<(String, f64)> {
     let stats = elevator.stats();
-    vec![
+    let mut counters = vec![
         ("scheduler_inserted".to_string(), stats.inserted as f64),
         ("scheduler_merged".to_string(), stats.merged as f64),
         ("scheduler_dispatched".to_string(), stats.dispatched as f64),
         ("scheduler_full_waits".to_string(), stats.full as f64),
-    ]
+    ];
+    counters.extend(
+        elevator
+            .policy()
+            .counters()
+            .into_iter()
+            .map(|(name, value)| (name.to_string(), value)),
+    );
+    counters
 }
 
 /// Everything a run produced.

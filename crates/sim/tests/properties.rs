@@ -15,6 +15,7 @@ struct JobShape {
     ios: u64,
     thinktime_us: u64,
     file: u8,
+    prio: IoPrio,
 }
 
 fn job_shape() -> impl Strategy<Value = JobShape> {
@@ -33,9 +34,16 @@ fn job_shape() -> impl Strategy<Value = JobShape> {
         1u64..120,
         prop_oneof![Just(0u64), 1u64..3000],
         0u8..3,
+        prop_oneof![
+            Just(IoPrioClass::None),
+            Just(IoPrioClass::Rt),
+            Just(IoPrioClass::Be),
+            Just(IoPrioClass::Idle),
+        ],
+        0u8..8,
     )
         .prop_map(
-            |(rw, block_kib, iodepth, is_async, ios, thinktime_us, file)| JobShape {
+            |(rw, block_kib, iodepth, is_async, ios, thinktime_us, file, class, level)| JobShape {
                 rw,
                 block_kib,
                 iodepth,
@@ -43,6 +51,7 @@ fn job_shape() -> impl Strategy<Value = JobShape> {
                 ios,
                 thinktime_us,
                 file,
+                prio: IoPrio::new(class, level).expect("levels 0..8 are valid"),
             },
         )
 }
@@ -59,6 +68,7 @@ fn job(index: usize, shape: &JobShape) -> JobSpec {
     job.size = Some(Amount::Bytes(8 << 20));
     job.io_size = Some(shape.ios * shape.block_kib * 1024);
     job.thinktime = shape.thinktime_us * 1000;
+    job.prio = shape.prio;
     job.direct = true;
     if shape.is_async {
         job.engine = Engine::Async {
@@ -114,7 +124,7 @@ proptest! {
     fn every_request_completes_exactly_once(
         shapes in proptest::collection::vec(job_shape(), 1..5),
         seed in any::<u64>(),
-        policy in prop_oneof![Just("noop"), Just("deadline"), Just("anticipatory"), Just("cfq"), Just("grouped-deadline"), Just("grouped-cfq"), Just("bfq")],
+        policy in prop_oneof![Just("noop"), Just("deadline"), Just("anticipatory"), Just("cfq"), Just("grouped-deadline"), Just("grouped-cfq"), Just("bfq"), Just("latency")],
         latency_us in 50u64..5000,
         parallelism in 1u32..4,
         depth in 1u32..32,
@@ -182,11 +192,11 @@ proptest! {
     ) {
         let mut jobs = Vec::new();
         for r in 0..readers {
-            jobs.push(job(jobs.len(), &JobShape { rw: RwMode::RandRead, block_kib: 4, iodepth: 1, is_async: false, ios: 60, thinktime_us: 0, file: r as u8 }));
+            jobs.push(job(jobs.len(), &JobShape { rw: RwMode::RandRead, block_kib: 4, iodepth: 1, is_async: false, ios: 60, thinktime_us: 0, file: r as u8, prio: IoPrio::NONE }));
         }
         for &(iodepth, sequential) in &writers {
             let rw = if sequential { RwMode::Write } else { RwMode::RandWrite };
-            jobs.push(job(jobs.len(), &JobShape { rw, block_kib: 4, iodepth, is_async: true, ios: 200, thinktime_us: 0, file: 3 }));
+            jobs.push(job(jobs.len(), &JobShape { rw, block_kib: 4, iodepth, is_async: true, ios: 200, thinktime_us: 0, file: 3, prio: IoPrio::NONE }));
         }
         let config = SimConfig {
             seed,
@@ -235,14 +245,14 @@ proptest! {
         let low = IoPrio::new(IoPrioClass::Idle, 0).unwrap();
         let mut jobs = Vec::new();
         for &iodepth in &readers {
-            let mut reader = job(jobs.len(), &JobShape { rw: RwMode::RandRead, block_kib: 4, iodepth, is_async: true, ios: 1, thinktime_us: 0, file: 0 });
+            let mut reader = job(jobs.len(), &JobShape { rw: RwMode::RandRead, block_kib: 4, iodepth, is_async: true, ios: 1, thinktime_us: 0, file: 0, prio: IoPrio::NONE });
             reader.io_size = None;
             reader.runtime = Some(2_000_000_000);
             reader.time_based = true;
             reader.prio = high;
             jobs.push(reader);
         }
-        let mut writer = job(jobs.len(), &JobShape { rw: RwMode::RandWrite, block_kib: 4, iodepth: low_depth, is_async: true, ios: 1, thinktime_us: 0, file: 1 });
+        let mut writer = job(jobs.len(), &JobShape { rw: RwMode::RandWrite, block_kib: 4, iodepth: low_depth, is_async: true, ios: 1, thinktime_us: 0, file: 1, prio: IoPrio::NONE });
         writer.io_size = None;
         writer.runtime = Some(2_000_000_000);
         writer.time_based = true;

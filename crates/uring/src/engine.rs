@@ -31,6 +31,7 @@
 use crate::buffer::AlignedBuf;
 use crate::error::{job_label, job_prefix, JobError};
 use crate::files::{self, Files, JobFile};
+use crate::ids::IdMap;
 use crate::ring::{Core, Finished, Target};
 use crate::verify;
 use crate::UringError;
@@ -43,7 +44,7 @@ use iosched_fio::report::{scheduler_counters, tunable_parameters};
 use iosched_fio::stats::iodepth_bucket;
 use iosched_fio::workload::{Generator, NextIo};
 use iosched_fio::{BlockSize, DataDir, JobResult, JobSpec, Parameter, RunReport, RwMode};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Default most commands in flight on the device at once.
@@ -393,7 +394,7 @@ impl JobRun {
 struct Engine {
     core: Core,
     jobs: Vec<JobRun>,
-    ios: HashMap<u64, Io>,
+    ios: IdMap<Io>,
     next_id: u64,
     files: Files,
     seed: u64,
@@ -452,7 +453,7 @@ impl Engine {
         Ok(Engine {
             core,
             jobs,
-            ios: HashMap::new(),
+            ios: IdMap::default(),
             next_id: 0,
             files,
             seed: config.seed,
@@ -1064,7 +1065,7 @@ impl Engine {
 }
 
 /// Where request `id`'s data is.
-fn target(ios: &HashMap<u64, Io>, jobs: &[JobRun], id: RequestId) -> Target {
+fn target(ios: &IdMap<Io>, jobs: &[JobRun], id: RequestId) -> Target {
     let io = &ios[&id.0];
     let run = &jobs[io.job];
     let file = &run.files[io.file];

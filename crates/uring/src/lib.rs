@@ -29,6 +29,7 @@ pub mod buffer;
 pub mod engine;
 mod error;
 mod files;
+mod ids;
 mod ring;
 pub mod scheduler;
 pub mod sqe;

@@ -24,12 +24,13 @@
 //! [`Scheduler`]: crate::Scheduler
 
 use crate::error::errno_text;
+use crate::ids::IdMap;
 use crate::sqe;
 use crate::UringError;
 use io_uring::{squeue::Entry, types, IoUring};
 use iosched_core::{Admitted, Dispatch, Elevator, Nanos, Op, Request, RequestId};
 use iosched_fio::DiskAccounting;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::time::Instant;
 
@@ -117,7 +118,7 @@ pub(crate) struct Core {
     /// The policy and its queue limits.
     pub elevator: Elevator,
     depth: usize,
-    commands: HashMap<u64, Command>,
+    commands: IdMap<Command>,
     /// Requests waiting for a free scheduler request (`nr_requests`), first come first served.
     blocked: VecDeque<Request>,
     policy_wake: Option<Nanos>,
@@ -130,6 +131,8 @@ pub(crate) struct Core {
     wake_armed: bool,
     /// Times the policy asked to wait, and times the loop slept until a policy's wake-up.
     pub policy_waits: u64,
+    /// Reaped completions, kept to reuse the allocation.
+    completions: Vec<(u64, i32)>,
 }
 
 impl Core {
@@ -159,7 +162,7 @@ impl Core {
             ring,
             elevator,
             depth,
-            commands: HashMap::new(),
+            commands: IdMap::default(),
             blocked: VecDeque::new(),
             policy_wake: None,
             rt_refused: false,
@@ -168,6 +171,7 @@ impl Core {
             start: Instant::now(),
             wake_armed: false,
             policy_waits: 0,
+            completions: Vec::new(),
         })
     }
 
@@ -284,6 +288,23 @@ impl Core {
                 dispatched: now,
                 ioprio,
                 short: false,
+            }
+        } else if request.merged.is_empty() {
+            // The common case, one original request: no list of targets to sort.
+            let target = lookup(request.id);
+            debug_assert_eq!(target.len, request.len);
+            Command {
+                fd: target.fd,
+                iovecs: vec![libc::iovec {
+                    iov_base: target.buf.cast(),
+                    iov_len: target.len as usize,
+                }],
+                offset: target.offset,
+                remaining: request.len,
+                dispatched: now,
+                ioprio,
+                short: false,
+                request,
             }
         } else {
             let mut targets: Vec<Target> = std::iter::once(request.id)
@@ -443,15 +464,29 @@ impl Core {
     /// Takes every completion. Finished requests go to `finished`; returns whether the wake-up
     /// poll fired.
     pub fn reap(&mut self, finished: &mut Vec<Finished>) -> Result<bool, UringError> {
-        let completions: Vec<(u64, i32)> = self
-            .ring
-            .completion()
-            .map(|cqe| (cqe.user_data(), cqe.result()))
-            .collect();
+        let mut completions = std::mem::take(&mut self.completions);
+        completions.clear();
+        completions.extend(
+            self.ring
+                .completion()
+                .map(|cqe| (cqe.user_data(), cqe.result())),
+        );
         let mut woken = false;
-        for (user_data, result) in completions {
+        let result = self.finish_all(&completions, &mut woken, finished);
+        self.completions = completions;
+        result.map(|()| woken)
+    }
+
+    /// Handles reaped completions: resubmits, or tells the elevator and hands them on.
+    fn finish_all(
+        &mut self,
+        completions: &[(u64, i32)],
+        woken: &mut bool,
+        finished: &mut Vec<Finished>,
+    ) -> Result<(), UringError> {
+        for &(user_data, result) in completions {
             if user_data == WAKE {
-                woken = true;
+                *woken = true;
                 self.wake_armed = false;
                 continue;
             }
@@ -494,7 +529,7 @@ impl Core {
                 short: command.short,
             });
         }
-        Ok(woken)
+        Ok(())
     }
 
     fn resubmit(&mut self, command: Command, user_data: u64) -> Result<(), UringError> {

@@ -33,6 +33,7 @@
 
 use crate::buffer::AlignedBuf;
 use crate::files::open_for_scheduler;
+use crate::ids::IdMap;
 use crate::ring::{Core, Finished, Target};
 use crate::UringError;
 use iosched_core::{
@@ -40,7 +41,6 @@ use iosched_core::{
     Nanos, Op, Policy, Request, RequestId,
 };
 use iosched_fio::Latency;
-use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -357,7 +357,7 @@ impl Scheduler {
                         receiver,
                         wake,
                         stats,
-                        pending: HashMap::new(),
+                        pending: IdMap::default(),
                         groups: Groups::new(),
                         next_id: 0,
                     }
@@ -446,7 +446,7 @@ struct EngineThread {
     receiver: Receiver<Message>,
     wake: Arc<OwnedFd>,
     stats: Arc<Mutex<SchedulerStats>>,
-    pending: HashMap<u64, Pending>,
+    pending: IdMap<Pending>,
     groups: Groups,
     next_id: u64,
 }
@@ -569,7 +569,7 @@ impl EngineThread {
     }
 }
 
-fn target(pending: &HashMap<u64, Pending>, fd: RawFd, direct: bool, id: RequestId) -> Target {
+fn target(pending: &IdMap<Pending>, fd: RawFd, direct: bool, id: RequestId) -> Target {
     let request = &pending[&id.0];
     Target {
         fd,

@@ -5,6 +5,7 @@ pub mod bfq;
 pub mod cfq;
 pub mod deadline;
 pub mod grouped;
+pub mod latency;
 pub mod noop;
 
 use crate::policy::Policy;
@@ -124,6 +125,13 @@ static CATALOG: &[PolicyInfo] = &[
             static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
             Box::new(grouped::Grouped::new("grouped-cfq", || Box::new(cfq::Cfq::new()), cfq::TUNABLES, &CELL))
         },
+    },
+    PolicyInfo {
+        name: "latency",
+        aliases: &[],
+        summary: "a foreground latency target: the best priority present goes first, the rest only up to a depth found from the foreground's measured latencies (in the spirit of io.latency)",
+        tunables: latency::TUNABLES,
+        build: || Box::new(latency::Latency::new()),
     },
 ];
 
