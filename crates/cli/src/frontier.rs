@@ -79,6 +79,7 @@ pub struct FrontierArgs {
     #[arg(
         long,
         value_delimiter = ',',
+        num_args = 0..,
         default_value = "none,mq-deadline,kyber,bfq"
     )]
     pub kernel: Vec<String>,
@@ -87,19 +88,25 @@ pub struct FrontierArgs {
     #[arg(
         long,
         value_delimiter = ',',
+        num_args = 0..,
         default_value = "noop,deadline,anticipatory,cfq"
     )]
     pub policies: Vec<String>,
     /// Targets of the latency policy, as multiples of the foreground's alone latency.
-    #[arg(long, value_delimiter = ',', default_value = "1.3,1.5,2")]
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1.3,1.5,2")]
     pub targets: Vec<f64>,
     /// Targets to run the latency policy at again with forward_prio=1 (each request reaches
-    /// the device with its own priority), to show what the layers below do with it; empty for
-    /// none.
-    #[arg(long, value_delimiter = ',', default_value = "1.5")]
+    /// the device with its own priority), to show what the layers below do with it. Each list
+    /// option given without a value is empty: `--forwarded-targets` runs none.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1.5")]
     pub forwarded_targets: Vec<f64>,
+    /// Rounds: everything but the overhead pairs and the drift runs this many times, in turn,
+    /// and every figure is the median of its rounds (each mix also shows its fraction of the
+    /// curve in each round). One round takes about seven minutes.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub rounds: u32,
     /// Extra pairs of single-job runs at the deepest depth, fio then iosched noop, for the
-    /// overhead ratio (the median over these and the curve's pair).
+    /// overhead ratio (the median over these and the curves' pairs).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub overhead_pairs: u32,
     /// iosched's device depth (most requests in flight; --device-depth of `iosched run`).
@@ -302,7 +309,7 @@ pub mod jobs {
 }
 
 /// One scheduler's mix.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct MixRow {
     /// `fio none`, `iosched latency 1.3x`, ...
     pub label: String,
@@ -310,11 +317,16 @@ pub struct MixRow {
     pub fg: Measure,
     /// The background, pooled.
     pub bg: Measure,
-    /// A remark (the latency policy's target and mean depth).
-    pub note: String,
     /// Whether the row is held to the frontier claim (>= 85% of the curve): the latency
     /// policy at each of --targets.
     pub claim: bool,
+    /// The latency policy's target in each round, us (it follows each round's alone latency).
+    pub targets_us: Vec<u64>,
+    /// The latency policy's mean background depth in each round.
+    pub depths: Vec<f64>,
+    /// With several rounds: the fraction of the curve in each round, against that round's own
+    /// curve.
+    pub round_fractions: Vec<f64>,
 }
 
 impl MixRow {
@@ -322,6 +334,84 @@ impl MixRow {
     pub fn total_iops(&self) -> f64 {
         self.fg.iops + self.bg.iops
     }
+
+    /// The remark the table shows: the target, the mean depth, and each round's fraction.
+    pub fn note(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(targets) = span(
+            &self
+                .targets_us
+                .iter()
+                .map(|&t| t as f64)
+                .collect::<Vec<_>>(),
+            0,
+        ) {
+            parts.push(format!("target {targets}us"));
+        }
+        if let Some(depths) = span(&self.depths, 1) {
+            parts.push(format!("mean bg depth {depths}"));
+        }
+        if self.round_fractions.len() > 1 {
+            let fractions: Vec<String> = self.round_fractions.iter().map(|&f| percent(f)).collect();
+            parts.push(format!("rounds {}", fractions.join(" ")));
+        }
+        parts.join(", ")
+    }
+}
+
+/// `values` as one figure or a range, with `decimals`; `None` when empty.
+fn span(values: &[f64], decimals: usize) -> Option<String> {
+    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if values.is_empty() {
+        None
+    } else if format!("{low:.decimals$}") == format!("{high:.decimals$}") {
+        Some(format!("{low:.decimals$}"))
+    } else {
+        Some(format!("{low:.decimals$}-{high:.decimals$}"))
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count); 0 when empty.
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+fn median_measure(measures: &[Measure]) -> Measure {
+    let pick = |f: fn(&Measure) -> f64| median(&measures.iter().map(f).collect::<Vec<_>>());
+    Measure {
+        iops: pick(|m| m.iops),
+        mean_ns: pick(|m| m.mean_ns),
+        p99_ns: pick(|m| m.p99_ns),
+    }
+}
+
+fn median_curve(curves: &[&Curve]) -> Curve {
+    let Some(first) = curves.first() else {
+        return Curve::default();
+    };
+    let points = first
+        .points
+        .iter()
+        .map(|point| {
+            let same: Vec<&CurvePoint> = curves
+                .iter()
+                .filter_map(|c| c.points.iter().find(|p| p.depth == point.depth))
+                .collect();
+            CurvePoint {
+                depth: point.depth,
+                iops: median(&same.iter().map(|p| p.iops).collect::<Vec<_>>()),
+                mean_ns: median(&same.iter().map(|p| p.mean_ns).collect::<Vec<_>>()),
+            }
+        })
+        .collect();
+    Curve { points }
 }
 
 /// Everything a frontier run measured.
@@ -345,8 +435,10 @@ pub struct Frontier {
     pub drift_alone: Option<Measure>,
     /// The deepest curve point again at the end (fio).
     pub drift_deepest: Option<CurvePoint>,
-    /// Single-job IOPS at the deepest depth, (fio, iosched noop), the curve's pair first.
+    /// Single-job IOPS at the deepest depth, (fio, iosched noop), the curves' pairs first.
     pub overhead_pairs: Vec<(f64, f64)>,
+    /// Rounds the figures are medians of.
+    pub rounds: usize,
     /// Notes (schedulers skipped, ...).
     pub notes: Vec<String>,
 }
@@ -371,13 +463,72 @@ fn percent(fraction: f64) -> String {
 impl Frontier {
     /// iosched noop's IOPS at the deepest depth over fio's: the median over the pairs.
     pub fn overhead_ratio(&self) -> Option<f64> {
-        let mut ratios: Vec<f64> = self.overhead_pairs.iter().map(|(f, i)| i / f).collect();
-        ratios.sort_by(f64::total_cmp);
-        match ratios.len() {
-            0 => None,
-            n if n % 2 == 1 => Some(ratios[n / 2]),
-            n => Some((ratios[n / 2 - 1] + ratios[n / 2]) / 2.0),
+        let ratios: Vec<f64> = self.overhead_pairs.iter().map(|(f, i)| i / f).collect();
+        (!ratios.is_empty()).then(|| median(&ratios))
+    }
+
+    /// Rounds of one run in one: every figure the median of its rounds, mixes matched by
+    /// label, the curves point by point; each mix keeps its fraction of the curve in each round
+    /// (against that round's own curve), its targets and depths. The curves' pairs at the
+    /// deepest depth become overhead pairs.
+    pub fn combine(rounds: &[Frontier]) -> Frontier {
+        let Some(first) = rounds.first() else {
+            return Frontier::default();
+        };
+        let alone_iosched: Vec<Measure> = rounds.iter().filter_map(|r| r.alone_iosched).collect();
+        let mut combined = Frontier {
+            setup: first.setup.clone(),
+            runtime: first.runtime,
+            alone_fio: median_measure(&rounds.iter().map(|r| r.alone_fio).collect::<Vec<_>>()),
+            alone_iosched: (!alone_iosched.is_empty()).then(|| median_measure(&alone_iosched)),
+            curve_fio: median_curve(&rounds.iter().map(|r| &r.curve_fio).collect::<Vec<_>>()),
+            curve_iosched: median_curve(
+                &rounds.iter().map(|r| &r.curve_iosched).collect::<Vec<_>>(),
+            ),
+            notes: first.notes.clone(),
+            rounds: rounds.len(),
+            ..Frontier::default()
+        };
+        for row in &first.mixes {
+            let same: Vec<(&Frontier, &MixRow)> = rounds
+                .iter()
+                .filter_map(|r| {
+                    r.mixes
+                        .iter()
+                        .find(|m| m.label == row.label)
+                        .map(|m| (r, m))
+                })
+                .collect();
+            combined.mixes.push(MixRow {
+                label: row.label.clone(),
+                fg: median_measure(&same.iter().map(|(_, m)| m.fg).collect::<Vec<_>>()),
+                bg: median_measure(&same.iter().map(|(_, m)| m.bg).collect::<Vec<_>>()),
+                claim: row.claim,
+                targets_us: same
+                    .iter()
+                    .flat_map(|(_, m)| m.targets_us.clone())
+                    .collect(),
+                depths: same.iter().flat_map(|(_, m)| m.depths.clone()).collect(),
+                round_fractions: same
+                    .iter()
+                    .filter_map(|(r, m)| Self::fraction(&r.curve_fio, m))
+                    .collect(),
+            });
         }
+        for round in rounds {
+            let Some(fio) = round.curve_fio.deepest() else {
+                continue;
+            };
+            if let Some(iosched) = round
+                .curve_iosched
+                .points
+                .iter()
+                .find(|p| p.depth == fio.depth)
+            {
+                combined.overhead_pairs.push((fio.iops, iosched.iops));
+            }
+        }
+        combined
     }
 
     /// The claims and whether they hold: the overhead (iosched noop >= 90% of fio's IOPS) and
@@ -429,6 +580,14 @@ impl Frontier {
             self.runtime
         )
         .unwrap();
+        if self.rounds > 1 {
+            writeln!(
+                w,
+                "every figure is the median of {} rounds run in turn",
+                self.rounds
+            )
+            .unwrap();
+        }
         writeln!(w).unwrap();
         let measure = |m: &Measure| {
             format!(
@@ -521,7 +680,7 @@ impl Frontier {
                 allowed.map_or("-".into(), kilo),
                 percent(Self::fraction(&self.curve_fio, row).unwrap_or(f64::NAN)),
                 percent(Self::fraction(&self.curve_iosched, row).unwrap_or(f64::NAN)),
-                row.note
+                row.note()
             )
             .unwrap();
         }
@@ -579,6 +738,7 @@ impl Frontier {
         json!({
             "setup": self.setup,
             "runtime_s": self.runtime,
+            "rounds": self.rounds,
             "alone_fio": measure(&self.alone_fio),
             "alone_iosched": self.alone_iosched.as_ref().map(measure),
             "curve_fio": curve(&self.curve_fio),
@@ -594,7 +754,9 @@ impl Frontier {
                 "curve_allows": self.curve_fio.allowed_iops(row.fg.mean_ns),
                 "fraction_of_curve": Self::fraction(&self.curve_fio, row),
                 "fraction_of_iosched_curve": Self::fraction(&self.curve_iosched, row),
-                "note": row.note,
+                "targets_us": row.targets_us,
+                "mean_bg_depths": row.depths,
+                "round_fractions": row.round_fractions,
             })).collect::<Vec<_>>(),
             "drift_alone": self.drift_alone.as_ref().map(measure),
             "drift_deepest": self.drift_deepest.map(|p| json!({"depth": p.depth, "iops": p.iops, "mean_ns": p.mean_ns})),
@@ -911,12 +1073,14 @@ fn run_iosched(
 struct Progress {
     done: usize,
     total: usize,
+    /// `round 2/3: ` while rounds are running.
+    prefix: String,
 }
 
 impl Progress {
     fn start(&mut self, what: &str) {
         self.done += 1;
-        eprint!("[{}/{}] {what} ... ", self.done, self.total);
+        eprint!("[{}/{}] {}{what} ... ", self.done, self.total, self.prefix);
         let _ = std::io::stderr().flush();
     }
 
@@ -993,6 +1157,153 @@ pub fn frontier(args: FrontierArgs) -> Result<ExitCode> {
     })
 }
 
+/// What one round needs to know.
+struct Round<'a> {
+    args: &'a FrontierArgs,
+    setup: &'a Setup,
+    scratch: &'a Path,
+    device: String,
+    device_depth: u32,
+    kernel: Vec<String>,
+}
+
+fn fio_measure(jobs: &[FioJob], name: &str) -> Result<Measure> {
+    pool_fio(jobs, name).with_context(|| format!("fio reported no job {name}"))
+}
+
+fn iosched_measure(report: &RunReport, name: &str) -> Result<Measure> {
+    pool_report(report, name).with_context(|| format!("iosched reported no job {name}"))
+}
+
+fn show(m: &Measure) -> String {
+    format!("{} IOPS, mean {}", kilo(m.iops), duration(m.mean_ns))
+}
+
+impl Round<'_> {
+    /// Runs in one round: alone twice, the curve twice, every mix.
+    fn runs(&self) -> usize {
+        let args = self.args;
+        2 + 2 * args.depths.len()
+            + self.kernel.len()
+            + args.policies.len()
+            + args.targets.len()
+            + args.forwarded_targets.len()
+    }
+
+    /// Alone, the curve and every mix, once.
+    fn measure(&self, progress: &mut Progress) -> Result<Frontier> {
+        let (args, device, runtime) = (self.args, &self.device, self.args.runtime);
+        let mut frontier = Frontier::default();
+        progress.start("fio alone (fg only)");
+        let jobs = run_fio(&args.fio, &jobs::alone(device, runtime), self.scratch)?;
+        frontier.alone_fio = fio_measure(&jobs, "fg")?;
+        progress.finish(show(&frontier.alone_fio));
+
+        progress.start("iosched noop alone (fg only)");
+        let report = run_iosched(
+            &jobs::alone(device, runtime),
+            "noop",
+            &[],
+            self.device_depth,
+        )?;
+        let alone = iosched_measure(&report, "fg")?;
+        progress.finish(show(&alone));
+        frontier.alone_iosched = Some(alone);
+
+        for &depth in &args.depths {
+            let text = jobs::curve(device, runtime, depth);
+            progress.start(&format!("fio QD{depth}"));
+            let m = fio_measure(&run_fio(&args.fio, &text, self.scratch)?, "curve")?;
+            progress.finish(show(&m));
+            frontier.curve_fio.points.push(CurvePoint {
+                depth,
+                iops: m.iops,
+                mean_ns: m.mean_ns,
+            });
+            progress.start(&format!("iosched noop QD{depth}"));
+            let report = run_iosched(&text, "noop", &[], self.device_depth.max(depth))?;
+            let m = iosched_measure(&report, "curve")?;
+            progress.finish(show(&m));
+            frontier.curve_iosched.points.push(CurvePoint {
+                depth,
+                iops: m.iops,
+                mean_ns: m.mean_ns,
+            });
+        }
+
+        let mix = jobs::mix(device, runtime);
+        let row_done = |row: &MixRow| {
+            format!(
+                "total {} IOPS, fg {} IOPS mean {}, bg {} IOPS",
+                kilo(row.total_iops()),
+                kilo(row.fg.iops),
+                duration(row.fg.mean_ns),
+                kilo(row.bg.iops)
+            )
+        };
+        for name in &self.kernel {
+            self.setup.select(name)?;
+            progress.start(&format!("fio mix, kernel {name}"));
+            let jobs = run_fio(&args.fio, &mix, self.scratch)?;
+            let row = MixRow {
+                label: format!("fio {name}"),
+                fg: fio_measure(&jobs, "fg")?,
+                bg: fio_measure(&jobs, "bg")?,
+                ..MixRow::default()
+            };
+            progress.finish(row_done(&row));
+            frontier.mixes.push(row);
+        }
+        self.setup.select("none")?;
+
+        let alone_us = frontier.alone_fio.mean_ns / 1000.0;
+        // The row to fill, the policy, its settings.
+        type PolicyRun = (MixRow, String, Vec<(String, String)>);
+        let mut runs: Vec<PolicyRun> = args
+            .policies
+            .iter()
+            .map(|p| {
+                let row = MixRow {
+                    label: format!("iosched {p}"),
+                    ..MixRow::default()
+                };
+                (row, p.clone(), Vec::new())
+            })
+            .collect();
+        let latency_runs = args
+            .targets
+            .iter()
+            .map(|&f| (f, false))
+            .chain(args.forwarded_targets.iter().map(|&f| (f, true)));
+        for (factor, forwarded) in latency_runs {
+            let target = (factor * alone_us).round().max(1.0) as u64;
+            let mut settings = vec![("latency.target_latency_us".into(), target.to_string())];
+            let mut label = format!("iosched latency {factor}x");
+            if forwarded {
+                settings.push(("latency.forward_prio".into(), "1".into()));
+                label.push_str(" fwd");
+            }
+            let row = MixRow {
+                label,
+                claim: !forwarded,
+                targets_us: vec![target],
+                ..MixRow::default()
+            };
+            runs.push((row, "latency".into(), settings));
+        }
+        for (mut row, policy, settings) in runs {
+            progress.start(&format!("{} mix", row.label));
+            let report = run_iosched(&mix, &policy, &settings, self.device_depth)?;
+            row.fg = iosched_measure(&report, "fg")?;
+            row.bg = iosched_measure(&report, "bg")?;
+            row.depths = counter(&report, "latency_depth_mean").into_iter().collect();
+            progress.finish(row_done(&row));
+            frontier.mixes.push(row);
+        }
+        Ok(frontier)
+    }
+}
+
 fn measure(
     args: &FrontierArgs,
     setup: &Setup,
@@ -1000,7 +1311,6 @@ fn measure(
     fio_version: &str,
 ) -> Result<Frontier> {
     let device = setup.device.to_string_lossy().to_string();
-    let runtime = args.runtime;
     let mut kernel = Vec::new();
     let mut notes = Vec::new();
     for name in &args.kernel {
@@ -1022,164 +1332,42 @@ fn measure(
         None => setup.queue_depth()?,
     }
     .max(1);
-    let iosched_mixes = args.policies.len() + args.targets.len() + args.forwarded_targets.len();
+    let round = Round {
+        args,
+        setup,
+        scratch,
+        device: device.clone(),
+        device_depth,
+        kernel,
+    };
+    let rounds = args.rounds.max(1) as usize;
     let mut progress = Progress {
         done: 0,
-        total: 3
-            + 2 * args.depths.len()
-            + kernel.len()
-            + iosched_mixes
-            + 2 * args.overhead_pairs.max(1) as usize
+        total: rounds * round.runs() + 2 * args.overhead_pairs.max(1) as usize + 1
             - usize::from(args.overhead_pairs == 0),
+        prefix: String::new(),
     };
-    let mut frontier = Frontier {
-        setup: format!(
-            "{} ({fio_version}); iosched device depth {device_depth}, nr_requests {}",
-            setup.description,
-            iosched_core::elevator::default_nr_requests(device_depth)
-        ),
-        runtime,
-        notes,
-        ..Frontier::default()
-    };
-    let fio_measure = |jobs: &[FioJob], name: &str| {
-        pool_fio(jobs, name).with_context(|| format!("fio reported no job {name}"))
-    };
-    let iosched_measure = |report: &RunReport, name: &str| {
-        pool_report(report, name).with_context(|| format!("iosched reported no job {name}"))
-    };
-    let show = |m: &Measure| format!("{} IOPS, mean {}", kilo(m.iops), duration(m.mean_ns));
-
-    progress.start("fio alone (fg only)");
-    let jobs = run_fio(&args.fio, &jobs::alone(&device, runtime), scratch)?;
-    frontier.alone_fio = fio_measure(&jobs, "fg")?;
-    progress.finish(show(&frontier.alone_fio));
-
-    progress.start("iosched noop alone (fg only)");
-    let report = run_iosched(&jobs::alone(&device, runtime), "noop", &[], device_depth)?;
-    let alone = iosched_measure(&report, "fg")?;
-    progress.finish(show(&alone));
-    frontier.alone_iosched = Some(alone);
-
-    for &depth in &args.depths {
-        let text = jobs::curve(&device, runtime, depth);
-        progress.start(&format!("fio QD{depth}"));
-        let m = fio_measure(&run_fio(&args.fio, &text, scratch)?, "curve")?;
-        progress.finish(show(&m));
-        frontier.curve_fio.points.push(CurvePoint {
-            depth,
-            iops: m.iops,
-            mean_ns: m.mean_ns,
-        });
-        progress.start(&format!("iosched noop QD{depth}"));
-        let report = run_iosched(&text, "noop", &[], device_depth.max(depth))?;
-        let m = iosched_measure(&report, "curve")?;
-        progress.finish(show(&m));
-        frontier.curve_iosched.points.push(CurvePoint {
-            depth,
-            iops: m.iops,
-            mean_ns: m.mean_ns,
-        });
-    }
-
-    let mix = jobs::mix(&device, runtime);
-    let row_done = |row: &MixRow| {
-        format!(
-            "total {} IOPS, fg {} IOPS mean {}, bg {} IOPS",
-            kilo(row.total_iops()),
-            kilo(row.fg.iops),
-            duration(row.fg.mean_ns),
-            kilo(row.bg.iops)
-        )
-    };
-    for name in &kernel {
-        setup.select(name)?;
-        progress.start(&format!("fio mix, kernel {name}"));
-        let jobs = run_fio(&args.fio, &mix, scratch)?;
-        let row = MixRow {
-            label: format!("fio {name}"),
-            fg: fio_measure(&jobs, "fg")?,
-            bg: fio_measure(&jobs, "bg")?,
-            note: String::new(),
-            claim: false,
-        };
-        progress.finish(row_done(&row));
-        frontier.mixes.push(row);
-    }
-    setup.select("none")?;
-
-    let alone_us = frontier.alone_fio.mean_ns / 1000.0;
-    struct PolicyRun {
-        label: String,
-        policy: String,
-        settings: Vec<(String, String)>,
-        note: String,
-        claim: bool,
-    }
-    let mut runs: Vec<PolicyRun> = args
-        .policies
-        .iter()
-        .map(|p| PolicyRun {
-            label: format!("iosched {p}"),
-            policy: p.clone(),
-            settings: Vec::new(),
-            note: String::new(),
-            claim: false,
-        })
-        .collect();
-    let latency_runs = args
-        .targets
-        .iter()
-        .map(|&f| (f, false))
-        .chain(args.forwarded_targets.iter().map(|&f| (f, true)));
-    for (factor, forwarded) in latency_runs {
-        let target = (factor * alone_us).round().max(1.0) as u64;
-        let mut settings = vec![("latency.target_latency_us".into(), target.to_string())];
-        let mut label = format!("iosched latency {factor}x");
-        if forwarded {
-            settings.push(("latency.forward_prio".into(), "1".into()));
-            label.push_str(" fwd");
+    let mut measured = Vec::with_capacity(rounds);
+    for index in 0..rounds {
+        if rounds > 1 {
+            progress.prefix = format!("round {}/{rounds}: ", index + 1);
         }
-        runs.push(PolicyRun {
-            label,
-            policy: "latency".into(),
-            settings,
-            note: format!("target {target}us"),
-            claim: !forwarded,
-        });
+        measured.push(round.measure(&mut progress)?);
     }
-    for run in runs {
-        progress.start(&format!("{} mix", run.label));
-        let report = run_iosched(&mix, &run.policy, &run.settings, device_depth)?;
-        let mut note = run.note;
-        if let Some(depth) = counter(&report, "latency_depth_mean") {
-            note = format!("{note}, mean bg depth {depth:.1}")
-                .trim_start_matches(", ")
-                .to_string();
-        }
-        let row = MixRow {
-            label: run.label,
-            fg: iosched_measure(&report, "fg")?,
-            bg: iosched_measure(&report, "bg")?,
-            note,
-            claim: run.claim,
-        };
-        progress.finish(row_done(&row));
-        frontier.mixes.push(row);
-    }
+    progress.prefix.clear();
+    let mut frontier = Frontier::combine(&measured);
+    frontier.setup = format!(
+        "{} ({fio_version}); iosched device depth {device_depth}, nr_requests {}",
+        setup.description,
+        iosched_core::elevator::default_nr_requests(device_depth)
+    );
+    frontier.runtime = args.runtime;
+    frontier.notes = notes;
 
-    // The overhead: pairs at the deepest depth, back to back; the first fio run of them is
-    // also the drift's.
+    // The overhead: pairs at the deepest depth, back to back (each round's curve gave one
+    // already); the first fio run of them, or a run of its own, is also the drift's.
     let deepest = frontier.curve_fio.deepest().expect("depths are not empty");
-    if let Some(iosched) = frontier
-        .curve_iosched
-        .points
-        .iter()
-        .find(|p| p.depth == deepest.depth)
-    {
-        frontier.overhead_pairs.push((deepest.iops, iosched.iops));
-    }
-    let text = jobs::curve(&device, runtime, deepest.depth);
+    let text = jobs::curve(&device, args.runtime, deepest.depth);
     for pair in 0..args.overhead_pairs.max(1) {
         progress.start(&format!("fio QD{} again (overhead, drift)", deepest.depth));
         let fio = fio_measure(&run_fio(&args.fio, &text, scratch)?, "curve")?;
@@ -1205,7 +1393,7 @@ fn measure(
     }
     progress.start("fio alone again (drift)");
     let alone = fio_measure(
-        &run_fio(&args.fio, &jobs::alone(&device, runtime), scratch)?,
+        &run_fio(&args.fio, &jobs::alone(&device, args.runtime), scratch)?,
         "fg",
     )?;
     progress.finish(show(&alone));
@@ -1346,15 +1534,15 @@ mod tests {
                     label: "fio none".into(),
                     fg: measure(5000.0, 204.0, 400.0),
                     bg: measure(115_000.0, 500.0, 900.0),
-                    note: String::new(),
-                    claim: false,
+                    ..MixRow::default()
                 },
                 MixRow {
                     label: "iosched latency 1.5x".into(),
                     fg: measure(20_000.0, 48.0, 90.0),
                     bg: measure(50_000.0, 900.0, 2000.0),
-                    note: "target 48us".into(),
                     claim: true,
+                    targets_us: vec![48],
+                    ..MixRow::default()
                 },
             ],
             drift_alone: Some(measure(27_000.0, 33.0, 46.0)),
@@ -1369,6 +1557,7 @@ mod tests {
                 (100_000.0, 88_000.0),
                 (100_000.0, 99_000.0),
             ],
+            rounds: 1,
         }
     }
 
@@ -1414,6 +1603,43 @@ mod tests {
         assert_eq!(json["mixes"][1]["label"], "iosched latency 1.5x");
         let fraction = json["mixes"][1]["fraction_of_curve"].as_f64().unwrap();
         assert!((fraction - 70_000.0 / 71_428.571_428_571_43).abs() < 1e-9);
+    }
+
+    // Proves rounds combine into medians: the curve point by point, each mix by label with
+    // its fraction in each round against that round's own curve, and the curves' deepest
+    // pairs as overhead pairs.
+    #[test]
+    fn rounds_combine_into_medians() {
+        let one = sample();
+        let mut two = sample();
+        let mut three = sample();
+        two.alone_fio.mean_ns = 40_000.0;
+        three.alone_fio.mean_ns = 36_000.0;
+        for point in &mut two.curve_fio.points {
+            point.iops *= 2.0;
+        }
+        two.mixes[1].bg.iops = 10_000.0;
+        three.mixes[1].bg.iops = 60_000.0;
+        two.mixes[1].targets_us = vec![60];
+        three.mixes[1].depths = vec![2.5];
+        let combined = Frontier::combine(&[one.clone(), two, three]);
+        assert_eq!(combined.rounds, 3);
+        assert_eq!(combined.alone_fio.mean_ns, 36_000.0);
+        assert_eq!(combined.curve_fio, one.curve_fio);
+        let latency = &combined.mixes[1];
+        assert_eq!(latency.bg.iops, 50_000.0);
+        assert_eq!(latency.targets_us, vec![48, 60, 48]);
+        assert_eq!(latency.round_fractions.len(), 3);
+        // Round two's mix has 30K against a curve twice as high: 30/142.9.
+        assert!((latency.round_fractions[1] - 30_000.0 / 142_857.142_857_142_87).abs() < 1e-9);
+        assert_eq!(
+            latency.note(),
+            "target 48-60us, mean bg depth 2.5, rounds 98.0% 21.0% 112.0%"
+        );
+        assert_eq!(combined.overhead_pairs.len(), 3);
+        assert!(combined.table().contains("median of 3 rounds"));
+        assert_eq!(Frontier::combine(&[]), Frontier::default());
+        assert_eq!(median(&[3.0, 1.0, 2.0, 10.0]), 2.5);
     }
 
     // Proves the size suffixes of the table.
