@@ -279,6 +279,16 @@ impl Grouped {
         }
     }
 
+    /// Takes `group`'s queued count from its policy: a policy may fold queued requests
+    /// together (a request filling the gap between two merges all three), so the count is the
+    /// policy's, never kept on the side.
+    fn resync(&mut self, group: GroupId) {
+        let queue = self.queues.get_mut(&group).expect("group has a queue");
+        let now_queued = queue.policy.queued();
+        self.queued = self.queued - queue.queued + now_queued;
+        queue.queued = now_queued;
+    }
+
     /// Whether a group other than `group` has requests queued or on the disk.
     fn others_have_work(&self, group: GroupId) -> bool {
         self.queues
@@ -327,19 +337,21 @@ impl Policy for Grouped {
         limits: MergeLimits,
         now: Nanos,
     ) -> Result<(), Request> {
-        match self.queues.get_mut(&request.group) {
+        let group = request.group;
+        let outcome = match self.queues.get_mut(&group) {
             Some(queue) => queue.policy.try_merge(request, limits, now),
-            None => Err(request),
-        }
+            None => return Err(request),
+        };
+        self.resync(group);
+        outcome
     }
 
     fn insert(&mut self, request: Request, now: Nanos) {
         let group = request.group;
         let queue = self.queue(group);
         queue.policy.insert(request, now);
-        queue.queued += 1;
         let (leaf, budget) = (queue.leaf, queue.budget);
-        self.queued += 1;
+        self.resync(group);
         if !self.fq.is_active(leaf).expect("live leaf") {
             self.fq.activate(leaf, budget).expect("live leaf");
         }
@@ -379,11 +391,15 @@ impl Policy for Grouped {
                 .queues
                 .get_mut(&group)
                 .expect("the active group has a queue");
-            match queue.policy.dispatch(now) {
+            let decision = queue.policy.dispatch(now);
+            self.resync(group);
+            let queue = self
+                .queues
+                .get_mut(&group)
+                .expect("the active group has a queue");
+            match decision {
                 Dispatch::Request(request) => {
-                    queue.queued -= 1;
                     queue.in_flight += 1;
-                    self.queued -= 1;
                     self.served_bytes += request.len;
                     self.served_ios += request.request_count() as u64;
                     return Dispatch::Request(request);
@@ -443,10 +459,9 @@ impl Policy for Grouped {
         let group = request.group;
         let queue = self.queue(group);
         queue.in_flight = queue.in_flight.saturating_sub(1);
-        queue.queued += 1;
         queue.policy.requeue(request, now);
         let (leaf, budget) = (queue.leaf, queue.budget);
-        self.queued += 1;
+        self.resync(group);
         if !self.fq.is_active(leaf).expect("live leaf") {
             self.fq.activate(leaf, budget).expect("live leaf");
         }
