@@ -186,6 +186,9 @@ mod model;
 #[cfg(test)]
 mod tests;
 
+mod cgroups;
+pub use cgroups::CgroupTree;
+
 use crate::ioprio::IoPrioClass;
 use crate::time::{Nanos, MILLISECOND};
 use heap::{key, slot_of, tag_of, Heap};

@@ -25,8 +25,8 @@
 //!   `idling_needed_for_service_guarantees`).
 //! - **Preemption.** A request of the RT class ends a non-RT queue's turn.
 
-use crate::fq::{FairQueue, FqGroupId, LeafId};
-use crate::group::{GroupId, Groups, IO_WEIGHT_DEFAULT};
+use crate::fq::{CgroupTree, FairQueue, LeafId};
+use crate::group::{GroupId, Groups};
 use crate::ioprio::IoPrioClass;
 use crate::policy::{Dispatch, Policy};
 use crate::request::{merge_back, merge_front, mergeable, FlowId, MergeLimits, Request, RequestId};
@@ -159,8 +159,7 @@ enum Expiration {
 /// The BFQ policy.
 pub struct Bfq {
     fq: FairQueue,
-    groups: Groups,
-    fq_groups: BTreeMap<GroupId, FqGroupId>,
+    cgroups: CgroupTree,
     queues: HashMap<QueueKey, Queue>,
     by_leaf: HashMap<LeafId, QueueKey>,
     requeued: VecDeque<Request>,
@@ -195,8 +194,7 @@ impl Bfq {
     pub fn new() -> Self {
         Bfq {
             fq: FairQueue::new(),
-            groups: Groups::new(),
-            fq_groups: BTreeMap::new(),
+            cgroups: CgroupTree::new(),
             queues: HashMap::new(),
             by_leaf: HashMap::new(),
             requeued: VecDeque::new(),
@@ -248,38 +246,13 @@ impl Bfq {
         }
     }
 
-    fn group_weight(&self, group: GroupId) -> u32 {
-        if (group.0 as usize) < self.groups.len() {
-            self.groups.settings(group).weight
-        } else {
-            IO_WEIGHT_DEFAULT
-        }
-    }
-
-    fn fq_group(&mut self, group: GroupId) -> FqGroupId {
-        if group == GroupId::ROOT || (group.0 as usize) >= self.groups.len() {
-            return FqGroupId::ROOT;
-        }
-        if let Some(&id) = self.fq_groups.get(&group) {
-            return id;
-        }
-        let parent = self.groups.parent(group).unwrap_or(GroupId::ROOT);
-        let parent = self.fq_group(parent);
-        let id = self
-            .fq
-            .add_group(parent, self.group_weight(group), IoPrioClass::Be)
-            .expect("groups are bounded and weights checked");
-        self.fq_groups.insert(group, id);
-        id
-    }
-
     fn queue_for(&mut self, request: &Request) -> QueueKey {
         let key = Self::key_of(request);
         if !self.queues.contains_key(&key) {
             if self.queues.len() >= MAX_FLOWS {
                 self.forget_idle_queues();
             }
-            let parent = self.fq_group(request.group);
+            let parent = self.cgroups.fq_group(&mut self.fq, request.group);
             let class = request.prio.effective_class();
             let weight = match class {
                 IoPrioClass::Idle => ioprio_weight(7),
@@ -474,15 +447,7 @@ impl Policy for Bfq {
     }
 
     fn set_groups(&mut self, groups: &Groups) {
-        self.groups = groups.clone();
-        let known: Vec<(GroupId, FqGroupId)> =
-            self.fq_groups.iter().map(|(&g, &f)| (g, f)).collect();
-        for (group, fq_group) in known {
-            let weight = self.group_weight(group);
-            self.fq
-                .set_weight(fq_group, weight)
-                .expect("checked weight");
-        }
+        self.cgroups.set_groups(groups, &mut self.fq);
     }
 
     fn try_merge(

@@ -27,7 +27,7 @@
 //!
 //! The policy's own tunables are set on every instance.
 
-use crate::fq::{FairQueue, FqGroupId, LeafId};
+use crate::fq::{CgroupTree, FairQueue, FqGroupId, LeafId};
 use crate::group::{GroupId, Groups, IO_WEIGHT_DEFAULT};
 use crate::ioprio::IoPrioClass;
 use crate::policy::{Dispatch, Policy};
@@ -103,8 +103,7 @@ pub struct Grouped {
     make: fn() -> Box<dyn Policy>,
     tunables: &'static [TunableSpec],
     fq: FairQueue,
-    groups: Groups,
-    fq_groups: BTreeMap<GroupId, FqGroupId>,
+    cgroups: CgroupTree,
     queues: BTreeMap<GroupId, GroupQueue>,
     by_leaf: BTreeMap<LeafId, GroupId>,
     /// Inner tunables set so far, applied to instances created later.
@@ -136,8 +135,7 @@ impl Grouped {
             make,
             tunables: combined(cell, inner),
             fq: FairQueue::new(),
-            groups: Groups::new(),
-            fq_groups: BTreeMap::new(),
+            cgroups: CgroupTree::new(),
             queues: BTreeMap::new(),
             by_leaf: BTreeMap::new(),
             settings: Vec::new(),
@@ -154,33 +152,6 @@ impl Grouped {
         }
     }
 
-    fn weight(&self, group: GroupId) -> u32 {
-        if (group.0 as usize) < self.groups.len() {
-            self.groups.settings(group).weight
-        } else {
-            IO_WEIGHT_DEFAULT
-        }
-    }
-
-    /// The layer's group for cgroup `group` (the root maps to the layer's root), creating
-    /// ancestors first.
-    fn fq_group(&mut self, group: GroupId) -> FqGroupId {
-        if group == GroupId::ROOT || (group.0 as usize) >= self.groups.len() {
-            return FqGroupId::ROOT;
-        }
-        if let Some(&id) = self.fq_groups.get(&group) {
-            return id;
-        }
-        let parent = self.groups.parent(group).unwrap_or(GroupId::ROOT);
-        let parent = self.fq_group(parent);
-        let id = self
-            .fq
-            .add_group(parent, self.weight(group), IoPrioClass::Be)
-            .expect("groups are bounded by MAX_GROUPS and weights are checked");
-        self.fq_groups.insert(group, id);
-        id
-    }
-
     /// The queue of cgroup `group`, created on first use: its leaf sits in the layer's group
     /// for the cgroup (a cgroup with jobs and children has its own queue beside them).
     fn queue(&mut self, group: GroupId) -> &mut GroupQueue {
@@ -188,8 +159,11 @@ impl Grouped {
             let (parent, weight) = if group == GroupId::ROOT {
                 (FqGroupId::ROOT, IO_WEIGHT_DEFAULT)
             } else {
-                let parent = self.groups.parent(group).unwrap_or(GroupId::ROOT);
-                (self.fq_group(parent), self.weight(group))
+                let parent = self.cgroups.parent(group);
+                (
+                    self.cgroups.fq_group(&mut self.fq, parent),
+                    self.cgroups.weight(group),
+                )
             };
             let leaf = self
                 .fq
@@ -201,7 +175,7 @@ impl Grouped {
                     .set_tunable(name, value)
                     .expect("a value accepted once is accepted again");
             }
-            policy.set_groups(&self.groups);
+            policy.set_groups(self.cgroups.groups());
             let budget = match self.charge {
                 0 => self.group_slice,
                 1 => FIRST_BYTES_BUDGET,
@@ -307,23 +281,15 @@ impl Policy for Grouped {
     }
 
     fn set_groups(&mut self, groups: &Groups) {
-        self.groups = groups.clone();
+        self.cgroups.set_groups(groups, &mut self.fq);
         for queue in self.queues.values_mut() {
             queue.policy.set_groups(groups);
-        }
-        let weights: Vec<(GroupId, FqGroupId)> =
-            self.fq_groups.iter().map(|(&g, &f)| (g, f)).collect();
-        for (group, fq_group) in weights {
-            let weight = self.weight(group);
-            self.fq
-                .set_weight(fq_group, weight)
-                .expect("weights are checked when written");
         }
         let leaves: Vec<(GroupId, LeafId)> =
             self.queues.iter().map(|(&g, q)| (g, q.leaf)).collect();
         for (group, leaf) in leaves {
             if group != GroupId::ROOT {
-                let weight = self.weight(group);
+                let weight = self.cgroups.weight(group);
                 self.fq
                     .set_weight(leaf, weight)
                     .expect("weights are checked when written");
