@@ -9,21 +9,27 @@
 //! with `losetup --direct-io=on` and removed at the end):
 //!
 //! 1. **alone**: the foreground only (QD1, RT class), with fio and with iosched `noop`. fio's
-//!    mean completion latency is the *alone latency* the targets are multiples of;
+//!    mean latency is the *alone latency* the targets are multiples of;
 //! 2. **the curve**: one job at each of `--depths` (default 1..32), with fio and with iosched
-//!    `noop`, the device scheduler `none`: IOPS and mean latency at each depth. The deepest
-//!    point of both gives the engine's **overhead** ratio (iosched IOPS / fio IOPS);
+//!    `noop`, the device scheduler `none`: IOPS and mean latency at each depth;
 //! 3. **the mix**: the foreground (QD1, RT) against two background jobs (QD32, IDLE), with fio
 //!    under each kernel scheduler (`none`, `mq-deadline`, `kyber`, `bfq`), and with iosched
 //!    under each of its policies (scheduler `none`), the `latency` policy once per target
-//!    (`--targets`, multiples of the alone latency);
-//! 4. **drift**: fio alone and at the deepest depth again, to show how much the device moved
-//!    during the run.
+//!    (`--targets`, multiples of the alone latency), each followed by fio at the two depths
+//!    whose latencies bracket its foreground's, to have the curve *beside* it;
+//! 4. **overhead and drift**: fio and iosched noop at the deepest depth again, in pairs back to
+//!    back, and fio alone again: the engine's overhead ratio (iosched IOPS / fio IOPS, the
+//!    median over these pairs and the curves'), and how much the device moved during the run.
+//!
+//! With `--rounds N`, steps 1-3 run N times in turn and every figure is the median of its
+//! rounds.
 //!
 //! Each mix is placed on the curve: the curve allows, at a mean latency `L`, the most IOPS the
 //! device reaches one job at some depth with a mean latency no higher than `L` (linear between
 //! measured depths); a scheduler's *fraction* is its total IOPS over what the curve allows at
-//! its foreground's mean latency.
+//! its foreground's mean latency. The latency targets are held to the curve beside them: the
+//! run's curve is minutes older, and a loaded machine moves the device by more than the margins
+//! in question.
 //!
 //! The pure parts (the curve, fio's JSON, the table) are tested here; the run itself needs
 //! root (losetup, the scheduler files in sysfs, the RT class) and minutes, so no test runs it.
@@ -188,6 +194,35 @@ impl Curve {
         Some(best)
     }
 
+    /// The depths whose points bracket `latency_ns`: the first two consecutive depths whose
+    /// latencies lie on either side of it, or the two shallowest (below every latency), or the
+    /// two deepest (above every latency); one depth for a curve of one point.
+    pub fn bracket(&self, latency_ns: f64) -> Vec<u32> {
+        let points = &self.points;
+        match points.len() {
+            0 => return Vec::new(),
+            1 => return vec![points[0].depth],
+            _ => {}
+        }
+        let pair = points
+            .windows(2)
+            .find(|pair| {
+                let low = pair[0].mean_ns.min(pair[1].mean_ns);
+                let high = pair[0].mean_ns.max(pair[1].mean_ns);
+                low <= latency_ns && latency_ns <= high
+            })
+            .map(|pair| (pair[0].depth, pair[1].depth));
+        let (a, b) = pair.unwrap_or_else(|| {
+            if points.iter().all(|p| latency_ns < p.mean_ns) {
+                (points[0].depth, points[1].depth)
+            } else {
+                let n = points.len();
+                (points[n - 2].depth, points[n - 1].depth)
+            }
+        });
+        vec![a, b]
+    }
+
     /// The deepest point.
     pub fn deepest(&self) -> Option<CurvePoint> {
         self.points.iter().copied().max_by_key(|p| p.depth)
@@ -327,12 +362,21 @@ pub struct MixRow {
     /// With several rounds: the fraction of the curve in each round, against that round's own
     /// curve.
     pub round_fractions: Vec<f64>,
+    /// For the claimed rows, in each round: the fraction of the curve re-measured beside the
+    /// mix (the two depths that bracket its foreground's latency, run with fio right after it),
+    /// which leaves out how far the device drifted since the curve was measured.
+    pub beside_fractions: Vec<f64>,
 }
 
 impl MixRow {
     /// Foreground and background IOPS.
     pub fn total_iops(&self) -> f64 {
         self.fg.iops + self.bg.iops
+    }
+
+    /// The median fraction of the curve re-measured beside the mix, if it was.
+    pub fn beside(&self) -> Option<f64> {
+        (!self.beside_fractions.is_empty()).then(|| median(&self.beside_fractions))
     }
 
     /// The remark the table shows: the target, the mean depth, and each round's fraction.
@@ -513,6 +557,10 @@ impl Frontier {
                     .iter()
                     .filter_map(|(r, m)| Self::fraction(&r.curve_fio, m))
                     .collect(),
+                beside_fractions: same
+                    .iter()
+                    .flat_map(|(_, m)| m.beside_fractions.clone())
+                    .collect(),
             });
         }
         for round in rounds {
@@ -548,16 +596,33 @@ impl Frontier {
         }
         for row in self.mixes.iter().filter(|r| r.claim) {
             let fraction = Self::fraction(&self.curve_fio, row).unwrap_or(f64::NAN);
-            out.push((
-                fraction >= FRONTIER_CLAIM,
-                format!(
-                    "frontier: {} reaches >= {} of the curve at its foreground latency ({}, fg at {:.2}x alone)",
-                    row.label,
-                    percent(FRONTIER_CLAIM),
-                    percent(fraction),
-                    row.fg.mean_ns / self.alone_fio.mean_ns
+            let alone = row.fg.mean_ns / self.alone_fio.mean_ns;
+            let claim = match row.beside() {
+                // The curve beside the mix decides: the run's curve was measured minutes
+                // earlier, and the device moves.
+                Some(beside) => (
+                    beside >= FRONTIER_CLAIM,
+                    format!(
+                        "frontier: {} reaches >= {} of the curve at its foreground latency, \
+                         re-measured beside it ({}; {} of the run's curve; fg at {alone:.2}x alone)",
+                        row.label,
+                        percent(FRONTIER_CLAIM),
+                        percent(beside),
+                        percent(fraction),
+                    ),
                 ),
-            ));
+                None => (
+                    fraction >= FRONTIER_CLAIM,
+                    format!(
+                        "frontier: {} reaches >= {} of the curve at its foreground latency ({}, \
+                         fg at {alone:.2}x alone)",
+                        row.label,
+                        percent(FRONTIER_CLAIM),
+                        percent(fraction),
+                    ),
+                ),
+            };
+            out.push(claim);
         }
         out
     }
@@ -652,7 +717,7 @@ impl Frontier {
             .max(9);
         writeln!(
             w,
-            "  {:<width$} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>9} {:>8} {:>8}  note",
+            "  {:<width$} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>9} {:>8} {:>8} {:>8}  note",
             "scheduler",
             "total",
             "fg IOPS",
@@ -662,6 +727,7 @@ impl Frontier {
             "fg/alone",
             "curve@fg",
             "of curve",
+            "beside",
             "of ios.",
         )
         .unwrap();
@@ -669,7 +735,7 @@ impl Frontier {
             let allowed = self.curve_fio.allowed_iops(row.fg.mean_ns);
             writeln!(
                 w,
-                "  {:<width$} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>9} {:>8} {:>8}  {}",
+                "  {:<width$} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>9} {:>8} {:>8} {:>8}  {}",
                 row.label,
                 kilo(row.total_iops()),
                 kilo(row.fg.iops),
@@ -679,6 +745,7 @@ impl Frontier {
                 format!("{:.2}x", row.fg.mean_ns / self.alone_fio.mean_ns),
                 allowed.map_or("-".into(), kilo),
                 percent(Self::fraction(&self.curve_fio, row).unwrap_or(f64::NAN)),
+                percent(row.beside().unwrap_or(f64::NAN)),
                 percent(Self::fraction(&self.curve_iosched, row).unwrap_or(f64::NAN)),
                 row.note()
             )
@@ -687,8 +754,10 @@ impl Frontier {
         writeln!(
             w,
             "curve@fg: the most IOPS the device gives one fio job at a mean latency no higher than \
-             the foreground's (linear between depths);\nof curve: total / curve@fg; of ios.: the \
-             same against iosched noop's curve; fwd: the latency policy with forward_prio=1."
+             the foreground's (linear between depths);\nof curve: total / curve@fg; beside: the \
+             same against the two depths that bracket the foreground's latency, run again with \
+             fio right after the mix (median over rounds);\nof ios.: against iosched noop's \
+             curve; fwd: the latency policy with forward_prio=1."
         )
         .unwrap();
         if self.drift_alone.is_some() || self.drift_deepest.is_some() {
@@ -757,6 +826,7 @@ impl Frontier {
                 "targets_us": row.targets_us,
                 "mean_bg_depths": row.depths,
                 "round_fractions": row.round_fractions,
+                "beside_fractions": row.beside_fractions,
             })).collect::<Vec<_>>(),
             "drift_alone": self.drift_alone.as_ref().map(measure),
             "drift_deepest": self.drift_deepest.map(|p| json!({"depth": p.depth, "iops": p.iops, "mean_ns": p.mean_ns})),
@@ -882,14 +952,16 @@ impl Setup {
                 )
             }
         };
+        // Built first, so that the loop device and the file are undone if what follows fails.
         let mut setup = Setup {
-            scheduler_file: scheduler_file(&device)?,
+            scheduler_file: PathBuf::new(),
             device,
             original_scheduler: None,
             loop_device,
             remove_file,
             description,
         };
+        setup.scheduler_file = scheduler_file(&setup.device)?;
         setup.original_scheduler = setup.current_scheduler().ok();
         Ok(setup)
     }
@@ -1183,10 +1255,11 @@ impl Round<'_> {
     /// Runs in one round: alone twice, the curve twice, every mix.
     fn runs(&self) -> usize {
         let args = self.args;
+        let beside = if args.depths.len() > 1 { 2 } else { 1 };
         2 + 2 * args.depths.len()
             + self.kernel.len()
             + args.policies.len()
-            + args.targets.len()
+            + args.targets.len() * (1 + beside)
             + args.forwarded_targets.len()
     }
 
@@ -1298,6 +1371,22 @@ impl Round<'_> {
             row.bg = iosched_measure(&report, "bg")?;
             row.depths = counter(&report, "latency_depth_mean").into_iter().collect();
             progress.finish(row_done(&row));
+            if row.claim {
+                // The curve where this mix landed, measured again now.
+                let mut beside = Curve::default();
+                for depth in frontier.curve_fio.bracket(row.fg.mean_ns) {
+                    let text = jobs::curve(device, runtime, depth);
+                    progress.start(&format!("fio QD{depth} beside it"));
+                    let m = fio_measure(&run_fio(&args.fio, &text, self.scratch)?, "curve")?;
+                    progress.finish(show(&m));
+                    beside.points.push(CurvePoint {
+                        depth,
+                        iops: m.iops,
+                        mean_ns: m.mean_ns,
+                    });
+                }
+                row.beside_fractions = Frontier::fraction(&beside, &row).into_iter().collect();
+            }
             frontier.mixes.push(row);
         }
         Ok(frontier)
@@ -1603,6 +1692,43 @@ mod tests {
         assert_eq!(json["mixes"][1]["label"], "iosched latency 1.5x");
         let fraction = json["mixes"][1]["fraction_of_curve"].as_f64().unwrap();
         assert!((fraction - 70_000.0 / 71_428.571_428_571_43).abs() < 1e-9);
+    }
+
+    // Proves the bracket picks the depths around a latency, the two shallowest below every
+    // latency and the two deepest above.
+    #[test]
+    fn brackets() {
+        let c = issue_curve();
+        assert_eq!(c.bracket(43_000.0), vec![2, 4]);
+        assert_eq!(c.bracket(36_000.0), vec![1, 2]);
+        assert_eq!(c.bracket(10_000.0), vec![1, 2]);
+        assert_eq!(c.bracket(500_000.0), vec![8, 16]);
+        assert_eq!(curve(&[(4, 1.0, 1.0)]).bracket(5.0), vec![4]);
+        assert!(Curve::default().bracket(5.0).is_empty());
+    }
+
+    // Proves a claimed row is judged on the curve beside it when it has one, and says both.
+    #[test]
+    fn verdict_beside() {
+        let mut frontier = sample();
+        frontier.mixes[1].beside_fractions = vec![0.80, 0.90, 0.86];
+        let verdicts = frontier.verdicts();
+        assert!(verdicts[1].0, "{verdicts:?}");
+        assert!(
+            verdicts[1]
+                .1
+                .contains("re-measured beside it (86.0%; 98.0% of the run's curve"),
+            "{verdicts:?}"
+        );
+        frontier.mixes[1].beside_fractions = vec![0.80];
+        assert!(!frontier.verdicts()[1].0);
+        let line = frontier
+            .table()
+            .lines()
+            .find(|l| l.contains("latency 1.5x"))
+            .unwrap()
+            .to_string();
+        assert!(line.contains("98.0%    80.0%"), "{line}");
     }
 
     // Proves rounds combine into medians: the curve point by point, each mix by label with
