@@ -6,6 +6,19 @@ use iosched_core::{elevator::QUEUE_TUNABLES, policies};
 use iosched_sim::device;
 use std::process::ExitCode;
 
+/// One tunable's line: name, default, unit, what it does, and its range.
+fn print_tunable(spec: &iosched_core::TunableSpec) {
+    println!(
+        "  {:<18} {:>8} {:<9} {} [{}..={}]",
+        spec.name,
+        spec.default,
+        spec.unit.symbol(),
+        spec.doc,
+        spec.min,
+        spec.max
+    );
+}
+
 /// Lists every policy with its tunables.
 pub fn policies() -> Result<ExitCode> {
     println!("Queue and host tunables (every policy; the host's in the simulator):");
@@ -22,15 +35,7 @@ pub fn policies() -> Result<ExitCode> {
         println!();
         println!("{name} (a stage: {name}+POLICY puts it above any policy): {summary}");
         for spec in *tunables {
-            println!(
-                "  {:<18} {:>8} {:<9} {} [{}..={}]",
-                spec.name,
-                spec.default,
-                spec.unit.symbol(),
-                spec.doc,
-                spec.min,
-                spec.max
-            );
+            print_tunable(spec);
         }
     }
     for info in policies::catalog() {
@@ -45,15 +50,7 @@ pub fn policies() -> Result<ExitCode> {
             println!("  no tunables of its own");
         }
         for spec in info.tunables {
-            println!(
-                "  {:<18} {:>8} {:<9} {} [{}..={}]",
-                spec.name,
-                spec.default,
-                spec.unit.symbol(),
-                spec.doc,
-                spec.min,
-                spec.max
-            );
+            print_tunable(spec);
         }
     }
     Ok(ExitCode::SUCCESS)
