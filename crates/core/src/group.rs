@@ -15,17 +15,20 @@ impl GroupId {
     pub const ROOT: GroupId = GroupId(0);
 }
 
-/// Upper bound on the number of groups in one table; cgroup hierarchies are small, and a bound
-/// keeps every per-group array in a policy bounded too.
-pub const MAX_GROUPS: usize = 4096;
+use crate::limits::{GROUPS_MAX, GROUP_DEPTH_MAX, GROUP_PATH_BYTES_MAX};
 
 /// A group path that cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GroupError {
     /// The path is not absolute or has an empty or dot component.
     BadPath(String),
-    /// More than [`MAX_GROUPS`] groups.
+    /// More than [`GROUPS_MAX`] groups (a bound that keeps every per-group array in a policy
+    /// bounded too).
     TooMany,
+    /// A path longer than [`GROUP_PATH_BYTES_MAX`] bytes: its length.
+    TooLong(usize),
+    /// A path more than [`GROUP_DEPTH_MAX`] levels deep: its depth.
+    TooDeep(usize),
 }
 
 impl fmt::Display for GroupError {
@@ -33,9 +36,18 @@ impl fmt::Display for GroupError {
         match self {
             GroupError::BadPath(path) => write!(
                 f,
-                "group path {path:?} is not valid: use an absolute path like \"/\" or \"/a/b\""
+                "group path {} is not valid: use an absolute path like \"/\" or \"/a/b\"",
+                crate::limits::quote(path)
             ),
-            GroupError::TooMany => write!(f, "more than {MAX_GROUPS} groups"),
+            GroupError::TooMany => write!(f, "more than {GROUPS_MAX} groups (iosched's limit)"),
+            GroupError::TooLong(bytes) => write!(
+                f,
+                "group path is {bytes} bytes long; the limit is {GROUP_PATH_BYTES_MAX} (PATH_MAX)"
+            ),
+            GroupError::TooDeep(depth) => write!(
+                f,
+                "group path is {depth} levels deep; the limit is {GROUP_DEPTH_MAX}"
+            ),
         }
     }
 }
@@ -315,13 +327,24 @@ impl Groups {
         }
     }
 
-    /// Normalises a path: fio's `cgroup=a/b` means "/a/b"; trailing slashes are dropped.
+    /// Normalises a path: fio's `cgroup=a/b` means "/a/b"; trailing slashes are dropped. The
+    /// length and depth limits are checked here, before anything is built.
     pub fn normalize(path: &str) -> Result<String, GroupError> {
         let trimmed = path.trim();
+        if trimmed.len() > GROUP_PATH_BYTES_MAX {
+            return Err(GroupError::TooLong(trimmed.len()));
+        }
         let mut out = String::with_capacity(trimmed.len() + 1);
+        let mut depth = 0;
         for component in trimmed.split('/').filter(|c| !c.is_empty()) {
             if component == "." || component == ".." {
                 return Err(GroupError::BadPath(path.to_string()));
+            }
+            depth += 1;
+            if depth > GROUP_DEPTH_MAX {
+                return Err(GroupError::TooDeep(
+                    trimmed.split('/').filter(|c| !c.is_empty()).count(),
+                ));
             }
             out.push('/');
             out.push_str(component);
@@ -332,33 +355,46 @@ impl Groups {
         Ok(out)
     }
 
-    /// The id of `path`, adding it and its ancestors if they are new.
+    /// The id of `path`, adding it and its ancestors if they are new. Nothing is added when
+    /// the path, or the groups it would add, break a limit.
     pub fn intern(&mut self, path: &str) -> Result<GroupId, GroupError> {
         let normalized = Self::normalize(path)?;
         if let Some(&id) = self.by_path.get(&normalized) {
             return Ok(id);
         }
-        let (parent_path, _) = normalized
-            .rsplit_once('/')
-            .expect("normalized paths start with /");
-        let parent = self.intern(if parent_path.is_empty() {
-            "/"
-        } else {
-            parent_path
-        })?;
-        if self.entries.len() >= MAX_GROUPS {
+        // The prefixes of the path ("/a", "/a/b", ...) that are new, found from the end.
+        let mut ends: Vec<usize> = normalized
+            .match_indices('/')
+            .skip(1)
+            .map(|(index, _)| index)
+            .chain([normalized.len()])
+            .collect();
+        let known = ends
+            .iter()
+            .rposition(|&end| self.by_path.contains_key(&normalized[..end]))
+            .map_or(0, |index| index + 1);
+        let mut parent = match known {
+            0 => GroupId::ROOT,
+            count => self.by_path[&normalized[..ends[count - 1]]],
+        };
+        ends.drain(..known);
+        if self.entries.len() + ends.len() > GROUPS_MAX {
             return Err(GroupError::TooMany);
         }
-        let id = GroupId(self.entries.len() as u32);
-        let depth = self.entries[parent.0 as usize].depth + 1;
-        self.entries.push(GroupEntry {
-            path: normalized.clone(),
-            parent: Some(parent),
-            depth,
-            settings: GroupSettings::default(),
-        });
-        self.by_path.insert(normalized, id);
-        Ok(id)
+        for end in ends {
+            let id = GroupId(self.entries.len() as u32);
+            let depth = self.entries[parent.0 as usize].depth + 1;
+            let prefix = normalized[..end].to_string();
+            self.entries.push(GroupEntry {
+                path: prefix.clone(),
+                parent: Some(parent),
+                depth,
+                settings: GroupSettings::default(),
+            });
+            self.by_path.insert(prefix, id);
+            parent = id;
+        }
+        Ok(parent)
     }
 
     /// The id of an existing path.
@@ -439,6 +475,43 @@ impl Groups {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Regression (issue 11, item 3): a path 40,000 levels deep overflowed the stack, because
+    // groups were built recursively before any limit was checked. Now the depth and length are
+    // refused first and nothing is added.
+    #[test]
+    fn deep_and_long_paths_are_refused_before_anything_is_built() {
+        let mut groups = Groups::new();
+        let deep = "/a".repeat(40_000);
+        assert_eq!(groups.intern(&deep), Err(GroupError::TooLong(80_000)));
+        let deep = "/a".repeat(GROUP_DEPTH_MAX + 1);
+        assert_eq!(
+            groups.intern(&deep),
+            Err(GroupError::TooDeep(GROUP_DEPTH_MAX + 1))
+        );
+        assert_eq!(groups.len(), 1);
+        let deepest = "/a".repeat(GROUP_DEPTH_MAX);
+        let id = groups.intern(&deepest).unwrap();
+        assert_eq!(groups.depth(id) as usize, GROUP_DEPTH_MAX);
+        assert_eq!(groups.len(), GROUP_DEPTH_MAX + 1);
+        let error = Groups::new().intern(&"/a".repeat(40_000)).unwrap_err();
+        assert!(error.to_string().contains("limit is 4096"), "{error}");
+    }
+
+    // Proves the group count is checked before a path's new ancestors are added.
+    #[test]
+    fn too_many_groups_adds_nothing() {
+        let mut groups = Groups::new();
+        for index in 0..GROUPS_MAX - 2 {
+            groups.intern(&format!("/g{index}")).unwrap();
+        }
+        assert_eq!(groups.len(), GROUPS_MAX - 1);
+        assert_eq!(groups.intern("/x/y"), Err(GroupError::TooMany));
+        assert_eq!(groups.len(), GROUPS_MAX - 1);
+        assert!(groups.get("/x").is_none());
+        groups.intern("/x").unwrap();
+        assert_eq!(groups.len(), GROUPS_MAX);
+    }
 
     // Proves interning creates ancestors first and normalises fio-style relative paths.
     #[test]

@@ -64,7 +64,7 @@ impl CgroupTree {
         let parent = self.fq_group(fq, parent);
         let id = fq
             .add_group(parent, self.weight(group), IoPrioClass::Be)
-            .expect("cgroups are bounded by MAX_GROUPS and io.weight is checked");
+            .expect("cgroups are bounded by GROUPS_MAX and io.weight is checked");
         self.map.insert(group, id);
         id
     }

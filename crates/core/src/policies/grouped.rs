@@ -168,7 +168,7 @@ impl Grouped {
             let leaf = self
                 .fq
                 .add_leaf(parent, weight, IoPrioClass::Be)
-                .expect("groups are bounded by MAX_GROUPS and weights are checked");
+                .expect("groups are bounded by GROUPS_MAX and weights are checked");
             let mut policy = (self.make)();
             for &(name, value) in &self.settings {
                 policy
