@@ -1,13 +1,15 @@
 //! `iosched compare`: the same jobs under several policies, side by side.
 
 use crate::matrix::{self, JobSource, Matrix, Variant};
-use crate::run::{write_atomically, SetupArgs};
+use crate::run::SetupArgs;
 use crate::study::{Study, Sweep};
 use crate::table;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
+use iosched_fio::output::file::OutputFile;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -76,6 +78,8 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
         args.policies.join(", "),
         args.setup.device
     );
+    // Opened first, so that a report path that cannot be written is refused before the runs.
+    let report = args.report.as_deref().map(OutputFile::create).transpose()?;
     let runs = matrix::execute(&matrix, std::io::stderr().is_terminal())?;
     let mut settings = args.setup.device_settings.clone();
     settings.extend(args.setup.settings.iter().cloned());
@@ -96,8 +100,12 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
         verdicts: Vec::new(),
     };
     print!("{}", table::side_by_side(&study));
-    if let Some(path) = &args.report {
-        write_atomically(path, &crate::report::html(&study))?;
+    if let Some(mut report) = report {
+        report
+            .write_all(crate::report::html(&study).as_bytes())
+            .with_context(|| format!("cannot write {:?}", report.path()))?;
+        let path = report.path().to_path_buf();
+        report.commit()?;
         eprintln!("iosched: report written to {}", path.display());
     }
     Ok(ExitCode::SUCCESS)

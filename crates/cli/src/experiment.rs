@@ -22,7 +22,7 @@
 
 use crate::figures::{self, job_figures, METRIC_NAMES};
 use crate::matrix::{self, JobSource, Matrix, Variant};
-use crate::run::write_atomically;
+use crate::run::write_output;
 use crate::study::{Study, StudyRun, Sweep, Verdict};
 use crate::table;
 use anyhow::{bail, Context, Result};
@@ -270,8 +270,12 @@ fn threshold_value(threshold: &Threshold) -> Result<f64> {
 /// Loads the experiment in `folder`.
 pub fn load(folder: &Path) -> Result<Experiment> {
     let path = folder.join(DEFINITION_FILE);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let text = iosched_fio::parse::read_text_file(
+        &path,
+        "experiment definition",
+        iosched_core::limits::INPUT_FILE_BYTES_MAX,
+    )
+    .map_err(anyhow::Error::msg)?;
     let definition: Definition =
         toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     if definition.policies.is_empty() {
@@ -791,7 +795,7 @@ fn run_one(experiment: &Experiment, args: &RunExperimentArgs) -> Result<Study> {
         .join(format!("{}{suffix}.json", experiment.name));
     let json = serde_json::to_string_pretty(&results_json(experiment, &study, args.quick))
         .expect("JSON values serialize");
-    write_atomically(&results, &(json + "\n"))?;
+    write_output(&results, &(json + "\n"))?;
     if let Some(report) = &args.report {
         let path = if args.all {
             std::fs::create_dir_all(report)
@@ -800,7 +804,7 @@ fn run_one(experiment: &Experiment, args: &RunExperimentArgs) -> Result<Study> {
         } else {
             report.clone()
         };
-        write_atomically(&path, &crate::report::html(&study))?;
+        write_output(&path, &crate::report::html(&study))?;
         println!("report: {}", path.display());
     }
     println!("results: {}", results.display());

@@ -35,7 +35,7 @@
 //! root (losetup, the scheduler files in sysfs, the RT class) and minutes, so no test runs it.
 
 use crate::figures::{duration, job_figures};
-use crate::run::write_atomically;
+use crate::run::write_output;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use iosched_fio::{DataDir, RunReport};
@@ -1213,10 +1213,10 @@ pub fn frontier(args: FrontierArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    write_atomically(&args.output, &table)?;
+    write_output(&args.output, &table)?;
     let json_path = args.output.with_extension("json");
     let json = serde_json::to_string_pretty(&frontier.json()).expect("JSON") + "\n";
-    write_atomically(&json_path, &json)?;
+    write_output(&json_path, &json)?;
     eprintln!(
         "iosched frontier: wrote {} and {}",
         args.output.display(),

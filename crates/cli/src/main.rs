@@ -66,7 +66,10 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("iosched: error: {error:#}");
+            // What the user wrote is quoted back at most a few dozen bytes long, whichever
+            // layer made the message.
+            let message = iosched_core::limits::shorten_quoted(&format!("{error:#}"));
+            eprintln!("iosched: error: {message}");
             ExitCode::FAILURE
         }
     }

@@ -29,8 +29,12 @@ pub struct JobSource {
 impl JobSource {
     /// Reads the job file at `path`.
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read job file {}", path.display()))?;
+        let text = iosched_fio::parse::read_text_file(
+            path,
+            "job file",
+            iosched_core::limits::INPUT_FILE_BYTES_MAX,
+        )
+        .map_err(anyhow::Error::msg)?;
         Ok(JobSource {
             text,
             origin: path.display().to_string(),

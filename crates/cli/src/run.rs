@@ -2,6 +2,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use iosched_core::limits;
+use iosched_fio::output::file::OutputFile;
 use iosched_fio::{output, parse, JobFile, JobSpec, RunReport};
 use iosched_sim::{GroupSetting, SimConfig};
 use std::io::Write;
@@ -53,8 +55,8 @@ pub fn parse_group_flag(text: &str) -> Result<GroupSetting, String> {
 /// Reads a groups file: `PATH FILE VALUE...` per line (the value is the rest of the line, as
 /// written to the cgroup file), `#` starts a comment.
 pub fn read_groups_file(path: &Path) -> Result<Vec<GroupSetting>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read groups file {}", path.display()))?;
+    let text = parse::read_text_file(path, "groups file", limits::INPUT_FILE_BYTES_MAX)
+        .map_err(anyhow::Error::msg)?;
     parse_groups(&text, &path.display().to_string())
 }
 
@@ -207,8 +209,9 @@ pub struct RunArgs {
     /// Output format(s), comma-separated as fio takes them: normal, json.
     #[arg(long, default_value = "normal")]
     pub output_format: String,
-    /// Write the results to this file instead of standard output (replaced only when the run
-    /// succeeds).
+    /// Write the results to this file instead of standard output. A regular file is replaced
+    /// only by complete output of a successful run; a device or FIFO is written in place; a
+    /// symlink is followed, never replaced; `-` is standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
 }
@@ -249,37 +252,29 @@ fn render(report: &RunReport, formats: &[Format]) -> String {
     text
 }
 
-/// Writes `text` to `path` through a temporary file in the same directory, so an existing
-/// file is replaced only by complete output.
-pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let directory = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .context("--output needs a file name")?
-        .to_string_lossy();
-    let temporary = directory.join(format!(".{name}.iosched-tmp"));
-    std::fs::write(&temporary, text)
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, path)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
+/// Writes `text` to the output `path` the user named: a regular file is replaced only by
+/// complete output, a device or FIFO is written in place, a symlink is followed (see
+/// [`iosched_fio::output::file`]).
+pub fn write_output(path: &Path, text: &str) -> Result<()> {
+    iosched_fio::output::file::write_output(path, text.as_bytes()).map_err(anyhow::Error::new)
 }
 
 /// Runs `iosched run`.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let formats = formats(&args.output_format)?;
     let file = parse::parse_file(&args.jobfile).map_err(anyhow::Error::msg)?;
+    // The output is opened before the run, so that a path that cannot be written is refused
+    // before minutes of work, as fio opens its --output first.
+    let output = open_output(&args)?;
     if args.engine == EngineKind::Real {
-        return run_real(&args, &file, &formats);
+        return run_real(&args, &file, &formats, output);
     }
     if args.filename.is_some() || args.device_depth.is_some() {
         bail!("--filename and --device-depth apply to the real engine only: add --engine real");
     }
     let mut config = args.sim.config()?;
     config.policy = choose_policy(args.sim.policy.as_deref(), &file)?;
+    config.write_logs = true;
     // The seed comes first, so any run can be replayed; on stderr to keep JSON output clean.
     eprintln!(
         "iosched: seed {} (replay with --seed {}), policy {}, device {}",
@@ -289,13 +284,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         eprintln!("{note}");
     }
     let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
-    write_results(&args, &report, &formats)?;
+    write_results(output, &report, &formats)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// `iosched run --engine real`: the jobs on real files through io_uring. Exits with failure
 /// when a job met an error (after writing the results, as fio does).
-fn run_real(args: &RunArgs, file: &JobFile, formats: &[Format]) -> Result<ExitCode> {
+fn run_real(
+    args: &RunArgs,
+    file: &JobFile,
+    formats: &[Format],
+    output: Option<OutputFile>,
+) -> Result<ExitCode> {
     let config = iosched_uring::UringConfig {
         policy: choose_policy(args.sim.policy.as_deref(), file)?,
         policy_settings: args.sim.setup.settings.clone(),
@@ -305,6 +305,7 @@ fn run_real(args: &RunArgs, file: &JobFile, formats: &[Format]) -> Result<ExitCo
         filename: args.filename.clone(),
         seed: args.sim.setup.seed,
         group_settings: args.sim.setup.group_settings()?,
+        write_logs: true,
     };
     eprintln!(
         "iosched: engine io_uring, policy {}, device depth {}, seed {} (draws the jobs' offsets)",
@@ -314,7 +315,7 @@ fn run_real(args: &RunArgs, file: &JobFile, formats: &[Format]) -> Result<ExitCo
         eprintln!("{note}");
     }
     let outcome = iosched_uring::run(&config, file).map_err(anyhow::Error::msg)?;
-    write_results(args, &outcome.report, formats)?;
+    write_results(output, &outcome.report, formats)?;
     for error in &outcome.errors {
         eprintln!("iosched: error: {error}");
     }
@@ -325,16 +326,25 @@ fn run_real(args: &RunArgs, file: &JobFile, formats: &[Format]) -> Result<ExitCo
     })
 }
 
-/// Renders `report` as asked and writes it, with any fio logs the jobs asked for.
-fn write_results(args: &RunArgs, report: &RunReport, formats: &[Format]) -> Result<()> {
+/// The `--output` file, opened (a regular file's replacement is prepared beside it).
+fn open_output(args: &RunArgs) -> Result<Option<OutputFile>> {
+    args.output
+        .as_deref()
+        .map(|path| OutputFile::create(path).map_err(anyhow::Error::new))
+        .transpose()
+}
+
+/// Renders `report` as asked and writes it to `output` (standard output when `None`), after
+/// moving the fio logs the jobs wrote into place.
+fn write_results(output: Option<OutputFile>, report: &RunReport, formats: &[Format]) -> Result<()> {
     let text = render(report, formats);
-    // fio writes the logs a job asks for (write_lat_log and friends) relative to the current
-    // directory; so do we.
-    for (name, contents) in output::logs(report) {
-        write_atomically(Path::new(&name), &contents)?;
-    }
-    match &args.output {
-        Some(path) => write_atomically(path, &text)?,
+    output::logs::commit(report).map_err(anyhow::Error::msg)?;
+    match output {
+        Some(mut file) => {
+            file.write_all(text.as_bytes())
+                .with_context(|| format!("cannot write {:?}", file.path()))?;
+            file.commit()?;
+        }
         None => {
             let mut stdout = std::io::stdout().lock();
             stdout

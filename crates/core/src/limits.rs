@@ -147,6 +147,50 @@ pub fn quote(text: &str) -> String {
     format!("{:?}... ({} bytes)", &text[..end], text.len())
 }
 
+/// `message` with every double-quoted span longer than [`QUOTED_BYTES_MAX`] cut as [`quote`]
+/// cuts it: a net under every error that quotes what the user wrote, so that a megabyte of
+/// value is never echoed back whole. An escaped quote (`\"`) does not end a span.
+pub fn shorten_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(4096));
+    let mut rest = message;
+    while let Some(open) = rest.find('"') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let mut close = None;
+        let mut escaped = false;
+        for (index, c) in after.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                '"' if !escaped => {
+                    close = Some(index);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        let Some(close) = close else {
+            out.push('"');
+            rest = after;
+            continue;
+        };
+        let inner = &after[..close];
+        if inner.len() <= QUOTED_BYTES_MAX {
+            out.push('"');
+            out.push_str(inner);
+            out.push('"');
+        } else {
+            let mut end = QUOTED_BYTES_MAX;
+            while !inner.is_char_boundary(end) {
+                end -= 1;
+            }
+            out.push_str(&format!("\"{}\"... ({} bytes)", &inner[..end], inner.len()));
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +238,24 @@ mod tests {
     fn sums_of_limits_do_not_wrap() {
         assert!(JOB_TIME_MAX.checked_mul(256).is_some());
         assert!(SIZE_BYTES_MAX.checked_mul(8).is_some());
+    }
+
+    // Proves quoted spans in a message are cut, short ones and the rest of the text kept.
+    #[test]
+    fn long_quoted_spans_are_shortened() {
+        let long = "9".repeat(5000);
+        let message = format!("job.fio:4: bs: bad size \"{long}\": value is too large");
+        let short = shorten_quoted(&message);
+        assert_eq!(
+            short,
+            format!(
+                "job.fio:4: bs: bad size \"{}\"... (5000 bytes): value is too large",
+                &long[..QUOTED_BYTES_MAX]
+            )
+        );
+        assert_eq!(shorten_quoted("a \"b\" c"), "a \"b\" c");
+        assert_eq!(shorten_quoted("unpaired \" quote"), "unpaired \" quote");
+        assert_eq!(shorten_quoted("esc \"a\\\"b\" end"), "esc \"a\\\"b\" end");
     }
 
     // Proves long values are cut at a character boundary and their length said.

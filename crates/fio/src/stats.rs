@@ -386,7 +386,7 @@ pub fn iodepth_bucket(depth: u32) -> usize {
     }
 }
 
-/// One completed I/O, kept only for jobs that asked for fio's log files.
+/// One completed I/O, as fio's log files record it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IoSample {
     /// Completion time since measurement started.
@@ -462,8 +462,9 @@ pub struct JobResult {
     pub error: i32,
     /// Log files asked for.
     pub logs: LogRequest,
-    /// Every measured I/O, in completion order, when a log was asked for (else empty).
-    pub samples: Vec<IoSample>,
+    /// The log files being written, when the engine was asked to write them
+    /// ([`JobResult::open_logs`]); `None` otherwise.
+    pub log: Option<crate::output::logs::LogStream>,
     /// Time the device spent on this job's measured I/O: each request's dispatch to
     /// completion, shared by bytes among the I/Os merged into it. On a device that serves one
     /// command at a time this is the job's disk time, the share seed 003's controllers divide.
@@ -497,9 +498,29 @@ impl JobResult {
                 prio: spec.log_prio,
                 job_number,
             },
-            samples: Vec::new(),
+            log: None,
             device_time: 0,
         }
+    }
+
+    /// Opens the log files the job asked for (none when it asked for none), relative to the
+    /// current directory as fio writes them, so that they are written as the job runs. `spec`
+    /// gives the block sizes for the rate logs' block size column. An error names the option
+    /// and the file.
+    pub fn open_logs(&mut self, spec: &JobSpec) -> Result<(), String> {
+        if !self.logs.any() {
+            return Ok(());
+        }
+        let fixed_bs = std::array::from_fn(|dir| {
+            let bs = &spec.bs[dir];
+            if bs.min() == bs.max() {
+                bs.min()
+            } else {
+                0
+            }
+        });
+        self.log = Some(crate::output::logs::LogStream::open(&self.logs, fixed_bs)?);
+        Ok(())
     }
 
     /// Records one completed I/O (not a flush) as fio measures it: in its direction's
@@ -517,8 +538,8 @@ impl JobResult {
         since_start: Nanos,
     ) {
         self.dirs[dir as usize].record(bytes, slat, clat, prio, since_start);
-        if self.logs.any() {
-            self.samples.push(IoSample {
+        if let Some(log) = &self.log {
+            log.record(&IoSample {
                 at: since_start,
                 dir,
                 bytes,
@@ -534,6 +555,9 @@ impl JobResult {
     /// windows at the end show as zero.
     pub fn finish(&mut self, runtime: Nanos) {
         self.runtime = runtime;
+        if let Some(log) = &self.log {
+            log.finish(runtime);
+        }
         for dir in &mut self.dirs {
             dir.series.extend_to(runtime);
         }

@@ -51,6 +51,11 @@ pub struct SimConfig {
     pub time_limit: Nanos,
     /// cgroup io controller settings: (group path, file, value), applied in order.
     pub group_settings: Vec<GroupSetting>,
+    /// Whether to write the log files jobs ask for (`write_lat_log` and friends) as they run,
+    /// relative to the current directory as fio does; the caller commits them
+    /// ([`iosched_fio::output::logs::commit`]) when the run succeeds. Off for studies, whose
+    /// runs would write the same files at once.
+    pub write_logs: bool,
 }
 
 pub use iosched_core::group::GroupSetting;
@@ -65,6 +70,7 @@ impl Default for SimConfig {
             device_settings: Vec::new(),
             time_limit: 7 * 24 * 3600 * SECOND,
             group_settings: Vec::new(),
+            write_logs: false,
         }
     }
 }
@@ -278,6 +284,14 @@ impl Simulation {
             .to_string();
             if !notes.contains(&note) {
                 notes.push(note);
+            }
+        }
+        // Logs open last, once nothing else can refuse the run: a refused run leaves none.
+        if config.write_logs {
+            for run in &mut jobs {
+                run.result
+                    .open_logs(&run.spec)
+                    .map_err(|error| SimError::job(&run.spec, &error))?;
             }
         }
         Ok(Simulation {

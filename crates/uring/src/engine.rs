@@ -76,6 +76,10 @@ pub struct UringConfig {
     /// the jobs join with `cgroup=`; the scheduler and its stage act on them (no kernel cgroup
     /// is created).
     pub group_settings: Vec<iosched_core::group::GroupSetting>,
+    /// Whether to write the log files jobs ask for (`write_lat_log` and friends) as they run,
+    /// relative to the current directory as fio does; the caller commits them
+    /// ([`iosched_fio::output::logs::commit`]) when the run succeeds.
+    pub write_logs: bool,
 }
 
 impl Default for UringConfig {
@@ -87,6 +91,7 @@ impl Default for UringConfig {
             filename: None,
             seed: 1,
             group_settings: Vec::new(),
+            write_logs: false,
         }
     }
 }
@@ -450,6 +455,14 @@ impl Engine {
         }
         elevator.set_groups(&groups);
         let core = Core::new(elevator, depth)?;
+        // Logs open last, once nothing else can refuse the run: a refused run leaves none.
+        if config.write_logs {
+            for (run, spec) in jobs.iter_mut().zip(&file.jobs) {
+                run.result.open_logs(spec).map_err(|error| {
+                    UringError::new(format!("{}: job {:?}: {error}", spec.location, spec.name))
+                })?;
+            }
+        }
         Ok(Engine {
             core,
             jobs,

@@ -503,7 +503,7 @@ mod tests {
             iodepth_levels: [0; IODEPTH_LEVELS],
             error: 0,
             logs: Default::default(),
-            samples: Vec::new(),
+            log: None,
             device_time: 0,
         };
         job.dirs[0].record(4096, None, 1000, Default::default(), 0);

@@ -33,7 +33,7 @@
 //!     iodepth_levels: [0; IODEPTH_LEVELS],
 //!     error: 0,
 //!     logs: Default::default(),
-//!     samples: Vec::new(),
+//!     log: None,
 //!     device_time: 0,
 //! };
 //! // One 4 KiB read every millisecond, each taking 800 us.
@@ -60,6 +60,7 @@
 //! assert!(output::normal(&report).contains("  read: IOPS=1000, BW=4000KiB/s (4096kB/s)"));
 //! ```
 
+pub mod file;
 pub mod format;
 pub mod group;
 pub mod json;
@@ -67,5 +68,4 @@ pub mod logs;
 pub mod normal;
 
 pub use json::{json, json_plus, json_string, render};
-pub use logs::logs;
 pub use normal::normal;

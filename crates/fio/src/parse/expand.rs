@@ -15,7 +15,7 @@
 use super::value::{evaluate_integer, ArithUnits};
 
 /// Longest option line fio reads (`OPT_LEN_MAX`), checked again after expansion.
-pub(super) const LINE_BYTES_MAX: usize = 8192;
+pub(super) const LINE_BYTES_MAX: usize = iosched_core::limits::LINE_BYTES_MAX;
 
 /// Where the keyword values come from.
 #[derive(Clone, Debug)]

@@ -15,10 +15,9 @@ use super::ParseError;
 use crate::Location;
 use std::path::{Path, PathBuf};
 
-/// Deepest chain of includes followed, far beyond any real use.
-pub(super) const INCLUDE_DEPTH_MAX: usize = 32;
-/// Largest job file (or included file) read.
-pub(super) const FILE_BYTES_MAX: usize = 16 << 20;
+use iosched_core::limits::{
+    INCLUDES_MAX, INCLUDE_DEPTH_MAX, INPUT_FILE_BYTES_MAX, JOB_TEXT_BYTES_MAX,
+};
 
 /// One `[section]` and its option lines.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,14 +41,18 @@ pub(super) struct Line {
     pub location: Location,
 }
 
-/// Reads files for `include`.
-pub(super) type Loader<'a> = &'a dyn Fn(&Path) -> std::io::Result<String>;
+/// Reads files for `include`; an error without a location is placed at the include line.
+pub(super) type Loader<'a> = &'a dyn Fn(&Path) -> Result<String, ParseError>;
 
 struct Reader<'a> {
     loader: Loader<'a>,
     sections: Vec<Section>,
     /// The include chain: (identity of the file, name as written, line of its include).
     chain: Vec<(PathBuf, String, u32)>,
+    /// Includes followed so far, repeats counted.
+    includes: usize,
+    /// Bytes read so far, the main file and every include.
+    bytes: usize,
 }
 
 /// Reads `text` (named `origin`, in `base_dir`) into sections.
@@ -63,6 +66,8 @@ pub(super) fn read(
         loader,
         sections: Vec::new(),
         chain: Vec::new(),
+        includes: 0,
+        bytes: text.len(),
     };
     // The file sits in base_dir, whatever directories its name carries.
     let path = base_dir.join(Path::new(origin).file_name().unwrap_or(origin.as_ref()));
@@ -130,7 +135,8 @@ impl Reader<'_> {
                 return Err(ParseError::at(
                     &location,
                     format!(
-                        "line is longer than {} bytes",
+                        "line is {} bytes long; the limit is {} (fio's and iosched's)",
+                        raw.len(),
                         super::expand::LINE_BYTES_MAX
                     ),
                 ));
@@ -224,21 +230,39 @@ impl Reader<'_> {
         if self.chain.len() > INCLUDE_DEPTH_MAX {
             return Err(ParseError::at(
                 location,
-                format!("includes are nested more than {INCLUDE_DEPTH_MAX} deep"),
+                format!("includes are nested more than {INCLUDE_DEPTH_MAX} deep (iosched's limit)"),
             ));
         }
-        let text = (self.loader)(&path).map_err(|error| {
-            ParseError::at(
-                location,
-                format!("cannot read included file \"{}\": {error}", path.display()),
-            )
-        })?;
-        if text.len() > FILE_BYTES_MAX {
+        self.includes += 1;
+        if self.includes > INCLUDES_MAX {
             return Err(ParseError::at(
                 location,
                 format!(
-                    "included file \"{}\" is larger than {FILE_BYTES_MAX} bytes",
+                    "more than {INCLUDES_MAX} includes in all (iosched's limit; a file included \
+                     twice counts twice)"
+                ),
+            ));
+        }
+        let text = (self.loader)(&path).map_err(|error| match error.location {
+            Some(_) => error,
+            None => ParseError::at(location, error.message),
+        })?;
+        if text.len() > INPUT_FILE_BYTES_MAX {
+            return Err(ParseError::at(
+                location,
+                format!(
+                    "included file \"{}\" is larger than {INPUT_FILE_BYTES_MAX} bytes (iosched's limit)",
                     path.display()
+                ),
+            ));
+        }
+        self.bytes += text.len();
+        if self.bytes > JOB_TEXT_BYTES_MAX {
+            return Err(ParseError::at(
+                location,
+                format!(
+                    "the job file and its includes pass {JOB_TEXT_BYTES_MAX} bytes in all \
+                     (iosched's limit)"
                 ),
             ));
         }
@@ -273,7 +297,13 @@ mod tests {
             files
                 .get(&normalise(path))
                 .cloned()
-                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+                .ok_or_else(|| ParseError {
+                    location: None,
+                    message: format!(
+                        "cannot read included file \"{}\": not found",
+                        path.display()
+                    ),
+                })
         };
         read(main, "main.fio", Path::new("/jobs"), &loader)
     }

@@ -57,9 +57,12 @@
 //! # Bounds
 //!
 //! Every input is bounded, so that a hostile job file fails with an error instead of
-//! exhausting memory: 16 MiB per file, 8192 bytes per line (fio's own line limit), includes 32
-//! deep, 4096 jobs counting clones (fio's limit), 65536 file names per job, 64 levels of
-//! parentheses in an arithmetic value.
+//! exhausting memory or time, at the limits of [`iosched_core::limits`]: 4 MiB per file (read
+//! at most that far, so `/dev/zero` is refused, not read for ever), 16 MiB with everything it
+//! includes, 8192 bytes per line (fio's own line limit), includes 32 deep and 1024 in all (so
+//! an include tree cannot fan out to millions of lines), 4096 jobs counting clones (fio's
+//! limit), 65536 file names per job, 64 levels of parentheses in an arithmetic value, and every
+//! time and size within a year and an exbibyte.
 //!
 //! A section named after a device (`[/dev/sdb]`) is that device when it has no `filename`;
 //! fio checks the file system for this, the parser only looks at the `/dev/` prefix, so that
@@ -76,6 +79,7 @@ mod value;
 
 use crate::{JobFile, Location, Note};
 use expand::Machine;
+use iosched_core::limits;
 use settings::{OptionLine, Settings, Value};
 use std::fmt;
 use std::path::Path;
@@ -100,34 +104,75 @@ impl ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // What the user wrote is quoted back at most QUOTED_BYTES_MAX bytes long.
+        let message = limits::shorten_quoted(&self.message);
         match &self.location {
-            Some(location) => write!(f, "{location}: {}", self.message),
-            None => write!(f, "{}", self.message),
+            Some(location) => write!(f, "{location}: {message}"),
+            None => write!(f, "{message}"),
         }
     }
 }
 
 impl std::error::Error for ParseError {}
 
-/// Reads the job file at `path`, with variables from the environment. Locations name the file
-/// as given; includes are found next to it.
-pub fn parse_file(path: &Path) -> Result<JobFile, ParseError> {
-    let read_error = |error: std::io::Error| ParseError {
+/// Reads a text file of at most `bytes_max` bytes (`what` names it in errors: "job file",
+/// "groups file"). The limit is enforced while reading, so `/dev/zero`, a FIFO or a growing
+/// file is refused at the limit instead of read without end; a directory is refused by name;
+/// invalid UTF-8 is refused with the line and column of the first bad byte.
+pub fn read_text_file(path: &Path, what: &str, bytes_max: usize) -> Result<String, ParseError> {
+    use std::io::Read;
+    let error = |message: String| ParseError {
         location: None,
-        message: format!("cannot read job file \"{}\": {error}", path.display()),
+        message: format!("cannot read {what} \"{}\": {message}", path.display()),
     };
-    let size = std::fs::metadata(path).map_err(read_error)?.len();
-    if size > ini::FILE_BYTES_MAX as u64 {
+    let file = std::fs::File::open(path).map_err(|e| error(e.to_string()))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(error("it is a directory".into()));
+    }
+    let mut bytes = Vec::new();
+    file.take(bytes_max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| error(e.to_string()))?;
+    if bytes.len() > bytes_max {
         return Err(ParseError {
             location: None,
             message: format!(
-                "job file \"{}\" is larger than {} bytes",
-                path.display(),
-                ini::FILE_BYTES_MAX
+                "{what} \"{}\" is larger than {bytes_max} bytes (iosched's limit)",
+                path.display()
             ),
         });
     }
-    let text = std::fs::read_to_string(path).map_err(read_error)?;
+    text_from_bytes(bytes, &path.display().to_string())
+}
+
+/// `bytes` as text, or an error at the line and column of the first byte that is not UTF-8.
+fn text_from_bytes(bytes: Vec<u8>, origin: &str) -> Result<String, ParseError> {
+    String::from_utf8(bytes).map_err(|error| {
+        let bytes = error.as_bytes();
+        let at = error.utf8_error().valid_up_to();
+        let line_start = bytes[..at]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        ParseError {
+            location: Some(Location {
+                file: origin.to_string(),
+                line: u32::try_from(line).unwrap_or(u32::MAX),
+            }),
+            message: format!(
+                "byte 0x{:02x} at column {} is not UTF-8; job files are UTF-8 text",
+                bytes[at],
+                at - line_start + 1
+            ),
+        }
+    })
+}
+
+/// Reads the job file at `path`, with variables from the environment. Locations name the file
+/// as given; includes are found next to it.
+pub fn parse_file(path: &Path) -> Result<JobFile, ParseError> {
+    let text = read_text_file(path, "job file", limits::INPUT_FILE_BYTES_MAX)?;
     let base_dir = path.parent().unwrap_or(Path::new(""));
     parse_str(&text, &path.display().to_string(), base_dir, &|name| {
         std::env::var(name).ok()
@@ -142,7 +187,7 @@ pub fn parse_str(
     base_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<JobFile, ParseError> {
-    let loader = |path: &Path| std::fs::read_to_string(path);
+    let loader = |path: &Path| read_text_file(path, "included file", limits::INPUT_FILE_BYTES_MAX);
     parse_with(text, origin, base_dir, env, &Machine::Real, &loader)
 }
 
@@ -154,10 +199,13 @@ fn parse_with(
     machine: &Machine,
     loader: ini::Loader<'_>,
 ) -> Result<JobFile, ParseError> {
-    if text.len() > ini::FILE_BYTES_MAX {
+    if text.len() > limits::INPUT_FILE_BYTES_MAX {
         return Err(ParseError {
             location: None,
-            message: format!("{origin}: larger than {} bytes", ini::FILE_BYTES_MAX),
+            message: format!(
+                "{origin}: larger than {} bytes (iosched's limit)",
+                limits::INPUT_FILE_BYTES_MAX
+            ),
         });
     }
     let sections = ini::read(text, origin, base_dir, loader)?;

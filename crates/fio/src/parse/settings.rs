@@ -15,6 +15,7 @@ use super::value::{self, Micros, Number};
 use super::ParseError;
 use crate::job::{RandomDistribution, RwMode};
 use crate::{Location, Note};
+use iosched_core::limits;
 use std::collections::HashMap;
 
 /// fio's limit on entries in a `bssplit` direction (`BSSPLIT_MAX`).
@@ -156,6 +157,7 @@ impl Settings {
         };
         let value = self
             .read(option, line)
+            .and_then(|value| within_limits(option, value))
             .map_err(|why| value_error(line, option, why))?;
         self.store(option, value, &line.location);
 
@@ -723,6 +725,105 @@ fn unknown_option(line: &OptionLine) -> ParseError {
         message.push_str(&format!(" (did you mean \"{suggestion}\"?)"));
     }
     ParseError::at(&line.location, with_unset_hint(message, &line.unset))
+}
+
+/// `value` when every time in it is within [`limits::JOB_TIME_MAX`] and every size within
+/// [`limits::SIZE_BYTES_MAX`]: bounds far past any real job, which keep every sum the engines
+/// make of them inside `u64` (a `thinktime` of 2^64 ns wrapped simulated time backwards).
+fn within_limits(option: &FioOption, value: Value) -> Result<Value, String> {
+    // Seeds are the one kind of number that may be any 64-bit value.
+    if option.name == "randseed" {
+        return Ok(value);
+    }
+    let time_max_us = limits::JOB_TIME_MAX / 1_000;
+    let time = |micros: Micros| {
+        if micros > time_max_us {
+            Err(format!(
+                "{} is more than iosched's limit for any time in a job file, {} days ({} s)",
+                human_micros(micros),
+                limits::JOB_TIME_MAX / (86_400 * 1_000_000_000),
+                limits::JOB_TIME_MAX / 1_000_000_000
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let size = |bytes: u64| {
+        if bytes > limits::SIZE_BYTES_MAX {
+            Err(format!(
+                "{bytes} bytes is more than iosched's limit for any size, 1 EiB (2^60 bytes)"
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    match &value {
+        Value::Time(micros) => time(*micros)?,
+        Value::TimeRange(low, high) => {
+            time(*low)?;
+            time(*high)?;
+        }
+        Value::Size(Size::Bytes(bytes)) => size(*bytes)?,
+        Value::SizeRange(low, high) => {
+            size(*low)?;
+            size(*high)?;
+        }
+        Value::DirectionRanges(ranges) => {
+            for (low, high) in ranges.iter().flatten() {
+                size(*low)?;
+                size(*high)?;
+            }
+        }
+        Value::Split(splits) => {
+            for (bytes, _) in splits.iter().flatten().flatten() {
+                size(*bytes)?;
+            }
+        }
+        Value::Rw { skip_bytes, .. } => size(*skip_bytes)?,
+        Value::Int(int) if option.name == "iodepth" && *int > i128::from(limits::IODEPTH_MAX) => {
+            return Err(format!(
+                "{int} is more than iosched's limit, {}",
+                limits::IODEPTH_MAX
+            ))
+        }
+        // Every other number in a job file is a size, a rate or a count, and none means
+        // anything past 2^60; seeds are the one kind of number that is any 64-bit value.
+        Value::Int(int)
+            if option.name != "randseed"
+                && int.unsigned_abs() > u128::from(limits::SIZE_BYTES_MAX) =>
+        {
+            return Err(format!(
+                "{int} is more than iosched's limit for any number, 2^60"
+            ))
+        }
+        Value::Directions(values) => {
+            for int in values.iter().flatten() {
+                if int.unsigned_abs() > u128::from(limits::SIZE_BYTES_MAX) {
+                    return Err(format!(
+                        "{int} is more than iosched's limit for any size or rate, 1 EiB (2^60)"
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(value)
+}
+
+/// Microseconds as a person reads them, in the largest unit that divides them.
+fn human_micros(micros: Micros) -> String {
+    for (unit, per) in [
+        ("d", 86_400_000_000),
+        ("h", 3_600_000_000),
+        ("m", 60_000_000),
+        ("s", 1_000_000),
+        ("ms", 1_000),
+    ] {
+        if micros >= per && micros % per == 0 {
+            return format!("{}{unit}", micros / per);
+        }
+    }
+    format!("{micros}us")
 }
 
 fn value_error(line: &OptionLine, option: &FioOption, why: String) -> ParseError {

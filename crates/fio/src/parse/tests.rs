@@ -27,10 +27,13 @@ fn parse_files(text: &str, files: &[(&str, &str)]) -> Result<JobFile, ParseError
         .map(|(name, text)| (Path::new("/jobs").join(name), text.to_string()))
         .collect();
     let loader = move |path: &Path| {
-        files
-            .get(path)
-            .cloned()
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+        files.get(path).cloned().ok_or_else(|| ParseError {
+            location: None,
+            message: format!(
+                "cannot read included file \"{}\": not found",
+                path.display()
+            ),
+        })
     };
     parse_with(text, "t.fio", Path::new("/jobs"), &env, &MACHINE, &loader)
 }
@@ -693,4 +696,94 @@ fn reversed_ranges_are_swapped() {
         }
     );
     assert_eq!(spec.startdelay, (1_000_000_000, 5_000_000_000));
+}
+
+// Regression (issue 11, item 4): an include tree that fans out (each file including the next
+// sixteen times, six levels: 2^24 lines) is refused at the stated limit, quickly, instead of
+// being expanded.
+#[test]
+fn include_fan_out_is_bounded() {
+    let names: Vec<String> = (0..7).map(|level| format!("f{level}.fio")).collect();
+    let mut files: Vec<(String, String)> = Vec::new();
+    for level in 0..6 {
+        files.push((
+            names[level].clone(),
+            format!("include {}\n", names[level + 1]).repeat(16),
+        ));
+    }
+    files.push((names[6].clone(), "bs=4k\n".into()));
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    let error = parse_files("[job]\nsize=1m\ninclude f0.fio\n", &borrowed).unwrap_err();
+    assert!(
+        error.message.contains(&format!(
+            "more than {} includes",
+            iosched_core::limits::INCLUDES_MAX
+        )),
+        "{error}"
+    );
+    assert!(error.location.is_some(), "{error}");
+}
+
+// Regression (issue 11, item 4): reading stops at the limit, so an endless file such as
+// /dev/zero is refused instead of read without end; a directory is refused by name.
+#[test]
+fn reading_is_bounded() {
+    let error = super::read_text_file(Path::new("/dev/zero"), "job file", 1 << 20).unwrap_err();
+    assert_eq!(
+        error.message,
+        "job file \"/dev/zero\" is larger than 1048576 bytes (iosched's limit)"
+    );
+    let error = super::read_text_file(Path::new("/"), "groups file", 1 << 20).unwrap_err();
+    assert!(error.message.contains("is a directory"), "{error}");
+}
+
+// Regression (issue 11, item 6): one byte that is not UTF-8 is reported at its line and
+// column, instead of rejecting the file without a place.
+#[test]
+fn invalid_utf8_names_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("iosched-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("job.fio");
+    std::fs::write(&path, b"[job]\nsize=1m\n; caf\xe9\n").unwrap();
+    let error = super::parse_file(&path).unwrap_err();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let text = error.to_string();
+    assert!(
+        text.contains("job.fio:3: byte 0xe9 at column 6 is not UTF-8"),
+        "{text}"
+    );
+}
+
+// Regression (issue 11, item 2): times and sizes past iosched's limits are refused at their
+// line, naming the option and the limit, so no engine ever adds two of them and wraps.
+#[test]
+fn times_and_sizes_are_checked_against_the_limits() {
+    let error = parse("[job]\nsize=1m\nthinktime=18446744073709551\n").unwrap_err();
+    assert_eq!(error.location.as_ref().unwrap().line, 3);
+    assert!(error.message.starts_with("thinktime: "), "{error}");
+    assert!(error.message.contains("365 days"), "{error}");
+    for line in [
+        "runtime=400d",
+        "startdelay=1-400d",
+        "size=2e",
+        "bs=2048p",
+        "offset=2048p",
+        "rate=2048p",
+        "bsrange=4k-2048p",
+        "iodepth=65537",
+    ] {
+        let text = format!("[job]\nsize=1m\nioengine=libaio\n{line}\n");
+        let error = parse(&text).unwrap_err();
+        assert_eq!(error.location.as_ref().unwrap().line, 4, "{line}: {error}");
+        assert!(
+            error.message.contains("limit") || error.message.contains("suffix"),
+            "{line}: {error}"
+        );
+    }
+    // The limits themselves are accepted, and seeds may be any 64-bit value.
+    job("[job]\nsize=1m\nthinktime=365d\nrandseed=18446744073709551615\n");
+    job("[job]\nsize=1024p\n");
 }

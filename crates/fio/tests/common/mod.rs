@@ -31,7 +31,7 @@ pub fn job(name: &str, group_id: u32, runtime: u64) -> JobResult {
         iodepth_levels: [0; IODEPTH_LEVELS],
         error: 0,
         logs: Default::default(),
-        samples: Vec::new(),
+        log: None,
         device_time: 0,
     }
 }
