@@ -16,14 +16,15 @@
 
 use crate::device::{self, Device};
 use crate::event::EventQueue;
+use crate::horizon;
 use crate::layout::{self, Layout};
 use crate::random::{derive_seed, Rng};
 use crate::workload::{Generator, NextIo};
 use crate::SimError;
 use iosched_core::tunable::{TunableSpec, Unit};
 use iosched_core::{
-    policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, IoPrio, Nanos,
-    Op, Request, RequestId,
+    limits, policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, IoPrio,
+    Nanos, Op, Request, RequestId,
 };
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
 use iosched_fio::stats::iodepth_bucket;
@@ -47,7 +48,8 @@ pub struct SimConfig {
     pub device: String,
     /// Device parameters to set, by name, as text.
     pub device_settings: Vec<(String, String)>,
-    /// Simulated time after which the run is abandoned as runaway.
+    /// Simulated time after which the run is abandoned as runaway; at most
+    /// [`limits::SIMULATED_TIME_MAX`], and a run set to go past it is refused before it starts.
     pub time_limit: Nanos,
     /// cgroup io controller settings: (group path, file, value), applied in order.
     pub group_settings: Vec<GroupSetting>,
@@ -68,7 +70,7 @@ impl Default for SimConfig {
             policy_settings: Vec::new(),
             device: "hdd".into(),
             device_settings: Vec::new(),
-            time_limit: 7 * 24 * 3600 * SECOND,
+            time_limit: limits::SIMULATED_TIME_MAX,
             group_settings: Vec::new(),
             write_logs: false,
         }
@@ -286,6 +288,12 @@ impl Simulation {
                 notes.push(note);
             }
         }
+        let time_limit = config.time_limit.min(limits::SIMULATED_TIME_MAX);
+        let planned: Vec<(&JobSpec, Option<u64>)> = jobs
+            .iter()
+            .map(|run| (&run.spec, run.bytes_limit))
+            .collect();
+        horizon::check(&planned, time_limit)?;
         // Logs open last, once nothing else can refuse the run: a refused run leaves none.
         if config.write_logs {
             for run in &mut jobs {
@@ -310,7 +318,7 @@ impl Simulation {
             done: Vec::new(),
             disk: DiskAccounting::new(),
             seed: config.seed,
-            time_limit: config.time_limit,
+            time_limit,
             groups,
             notes,
             issued_total: 0,
@@ -427,10 +435,7 @@ impl Simulation {
         while let Some((time, event)) = self.events.pop() {
             debug_assert!(time >= self.now, "time went backwards");
             if time > self.time_limit {
-                return Err(SimError::new(format!(
-                    "the run passed {} simulated seconds without finishing; set runtime= or a smaller size=",
-                    self.time_limit / SECOND
-                )));
+                return Err(self.runaway());
             }
             self.now = time;
             match event {
@@ -476,6 +481,50 @@ impl Simulation {
         );
         assert!(self.ios.is_empty());
         Ok(self.report())
+    }
+
+    /// The error of a run that reached the time limit: what each unfinished job has done and
+    /// what it is waiting for, so the user can tell which option to change.
+    fn runaway(&self) -> SimError {
+        let mut lines = Vec::new();
+        for run in self.jobs.iter().filter(|run| run.phase != Phase::Done) {
+            let progress = match run.bytes_limit {
+                Some(limit) => format!("{} of {limit} bytes issued", run.bytes_issued),
+                None => format!("{} bytes issued", run.bytes_issued),
+            };
+            let waiting = match run.phase {
+                Phase::Pending => "waiting to start (stonewall or startdelay)".to_string(),
+                Phase::Draining => format!("waiting for {} I/O(s) in flight", run.in_flight),
+                _ if run.thinking_until.is_some() => {
+                    format!(
+                        "in a thinktime={} stall",
+                        horizon::seconds(run.spec.thinktime)
+                    )
+                }
+                _ if run.wake_at.is_some() => "held back by its rate= or rate_iops= cap".into(),
+                _ => format!("{} I/O(s) in flight", run.in_flight),
+            };
+            let (least, why) = horizon::least_duration(&run.spec, run.bytes_limit);
+            let need = if why.is_empty() {
+                String::new()
+            } else {
+                format!("; it needs at least {} ({why})", horizon::seconds(least))
+            };
+            lines.push(format!(
+                "{}: job {:?}: {progress}, {waiting}{need}",
+                run.spec.location, run.spec.name
+            ));
+        }
+        SimError::new(format!(
+            "the run reached the simulator's limit of {} ({} s) of simulated time without \
+             finishing; the device served {} of {} requests. Unfinished:\n  {}\nSet a \
+             runtime= below the limit, or a smaller size= or io_size=",
+            horizon::seconds(self.time_limit),
+            self.time_limit / SECOND,
+            self.completed_total,
+            self.issued_total,
+            lines.join("\n  ")
+        ))
     }
 
     fn schedule_starts(&mut self) {
@@ -590,13 +639,18 @@ impl Simulation {
             let dir = io.dir as usize;
             let mut allowed = now;
             // fio's linear rate process: the n-th byte (or I/O) may go at start + n / rate.
-            if let Some(since) = (u128::from(run.rate_bytes[dir]) * u128::from(SECOND))
-                .checked_div(u128::from(run.spec.rate[dir]))
-            {
-                allowed = allowed.max(run.started_at + since as Nanos);
+            // In u128 and saturating: a count of I/Os times a second passes u64 after 1.8e10
+            // I/Os, and a time past u64 is past any limit anyway.
+            let since_start = |done: u64, rate: u64| {
+                (u128::from(done) * u128::from(SECOND))
+                    .checked_div(u128::from(rate))
+                    .map(|since| u64::try_from(since).unwrap_or(u64::MAX))
+            };
+            if let Some(since) = since_start(run.rate_bytes[dir], run.spec.rate[dir]) {
+                allowed = allowed.max(run.started_at.saturating_add(since));
             }
-            if let Some(since) = (run.rate_ios[dir] * SECOND).checked_div(run.spec.rate_iops[dir]) {
-                allowed = allowed.max(run.started_at + since);
+            if let Some(since) = since_start(run.rate_ios[dir], run.spec.rate_iops[dir]) {
+                allowed = allowed.max(run.started_at.saturating_add(since));
             }
             if allowed > now {
                 self.schedule_job_wake(index, allowed);

@@ -24,6 +24,7 @@
 pub mod device;
 pub mod engine;
 pub mod event;
+mod horizon;
 pub mod layout;
 
 pub use engine::{run, GroupSetting, SimConfig, Simulation, TraceEntry, HOST_TUNABLES};
