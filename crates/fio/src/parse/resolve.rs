@@ -152,7 +152,7 @@ impl Resolver<'_> {
         self.region(&mut spec)?;
         self.issue(&mut spec, notes)?;
         self.timing(&mut spec, notes)?;
-        self.identity(&mut spec, display_name, notes);
+        self.identity(&mut spec, display_name, notes)?;
 
         let numjobs = self.int("numjobs").unwrap_or(1);
         if numjobs < 1 {
@@ -502,7 +502,12 @@ impl Resolver<'_> {
         Ok(())
     }
 
-    fn identity(&self, spec: &mut JobSpec, display_name: &str, notes: &mut Vec<Note>) {
+    fn identity(
+        &self,
+        spec: &mut JobSpec,
+        display_name: &str,
+        notes: &mut Vec<Note>,
+    ) -> Result<(), ParseError> {
         spec.stonewall = self.flag("stonewall", false);
         spec.group_reporting = self.flag("group_reporting", false);
         spec.description = self.text("description").map(str::to_string);
@@ -515,6 +520,13 @@ impl Resolver<'_> {
         }
         spec.cgroup_weight = self.int("cgroup_weight").map(to_u32);
         spec.ioscheduler = self.text("ioscheduler").map(str::to_string);
+        // fio switches the device to this scheduler; here it names the policy that runs, so an
+        // unknown name is refused at its line.
+        if let Some(name) = &spec.ioscheduler {
+            iosched_core::policies::Stack::parse(name).map_err(|error| {
+                self.error("ioscheduler", format!("ioscheduler={name}: {error}"))
+            })?;
+        }
 
         if let Some(Value::Floats(percentiles)) = self.job.settings.value("percentile_list") {
             spec.percentile_list = percentiles.clone();
@@ -546,6 +558,7 @@ impl Resolver<'_> {
         }
         spec.log_offset = self.flag("log_offset", false);
         spec.log_prio = self.flag("log_prio", false);
+        Ok(())
     }
 
     fn filenames(&self, numjobs: u32) -> Result<Vec<Vec<String>>, ParseError> {

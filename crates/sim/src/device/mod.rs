@@ -68,6 +68,17 @@ pub enum DeviceError {
         /// The names that exist.
         known: Vec<String>,
     },
+    /// A derived parameter (shown by `iosched devices`), which follows from others.
+    Derived {
+        /// The model.
+        model: String,
+        /// The derived parameter asked for.
+        name: String,
+        /// How it is derived.
+        note: String,
+        /// The settable parameters it follows from.
+        from: Vec<&'static str>,
+    },
     /// A value that is not valid for the parameter.
     BadValue {
         /// The parameter.
@@ -97,6 +108,20 @@ impl fmt::Display for DeviceError {
                     known.join(", ")
                 )
             }
+            DeviceError::Derived {
+                model,
+                name,
+                note,
+                from,
+            } => {
+                write!(
+                    f,
+                    "device {model}: {name} is derived, not set ({note}); it follows from {}: \
+                     set those instead (--device-set NAME=VALUE; `iosched devices {model}` \
+                     lists every parameter)",
+                    from.join(", ")
+                )
+            }
             DeviceError::BadValue {
                 name,
                 value,
@@ -122,6 +147,9 @@ pub struct ModelInfo {
     pub summary: &'static str,
     /// Builds the model with `settings` (name, value) applied over its defaults, seeded.
     pub build: BuildFn,
+    /// Each derived parameter (shown by `iosched devices`, not settable) and the settable
+    /// parameters it follows from, so that asking to set it can say what to set instead.
+    pub derived_from: &'static [(&'static str, &'static [&'static str])],
 }
 
 static CATALOG: &[ModelInfo] = &[
@@ -129,18 +157,21 @@ static CATALOG: &[ModelInfo] = &[
         name: "fixed",
         summary: "every command takes a fixed time, `parallelism` at once (for tests and teaching)",
         build: |settings, _seed| Ok(Box::new(fixed::Fixed::from_settings(settings)?)),
+        derived_from: &[],
     },
     ModelInfo {
         name: "hdd",
         summary: "7200 rpm SATA disk (Deskstar 7K500 class): zones, seek curve, rotation, \
                   read-ahead and write-back cache, NCQ aged SPTF",
         build: |settings, seed| Ok(Box::new(hdd::Hdd::from_settings(settings, seed)?)),
+        derived_from: hdd::DERIVED_FROM,
     },
     ModelInfo {
         name: "ssd",
         summary: "NVMe-class flash drive: 8 channels x 4 dies, tR 60 us, tPROG 750 us, DRAM \
                   write buffer",
         build: |settings, _seed| Ok(Box::new(ssd::Ssd::from_settings(settings)?)),
+        derived_from: ssd::DERIVED_FROM,
     },
 ];
 
@@ -159,7 +190,36 @@ pub fn build(
         .iter()
         .find(|m| m.name == name)
         .ok_or_else(|| DeviceError::UnknownModel(name.to_string()))?;
-    (info.build)(settings, seed)
+    (info.build)(settings, seed).map_err(|error| match error {
+        DeviceError::UnknownParameter { model, name, known } => {
+            derived(info, &name).unwrap_or(DeviceError::UnknownParameter { model, name, known })
+        }
+        other => other,
+    })
+}
+
+/// The error for asking to set `name` when it is one of the model's derived parameters.
+fn derived(info: &ModelInfo, name: &str) -> Option<DeviceError> {
+    let zone = name
+        .strip_prefix("zone_")
+        .is_some_and(|n| n.parse::<u32>().is_ok());
+    let key = if zone { "zone_N" } else { name };
+    let (_, from) = info
+        .derived_from
+        .iter()
+        .find(|(derived, _)| *derived == key)?;
+    let note = (info.build)(&[], 0)
+        .ok()?
+        .parameters()
+        .into_iter()
+        .find(|p| p.name == name)
+        .map_or_else(String::new, |p| p.note);
+    Some(DeviceError::Derived {
+        model: info.name.to_string(),
+        name: name.to_string(),
+        note,
+        from: from.to_vec(),
+    })
 }
 
 /// Parses a non-negative number for parameter `name`.
@@ -213,5 +273,47 @@ pub fn parameter(name: &str, value: impl ToString, unit: &str, note: &str) -> Pa
         value: value.to_string(),
         unit: unit.into(),
         note: note.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settable(info: &ModelInfo) -> Vec<String> {
+        match (info.build)(&[("no_such_parameter".into(), "1".into())], 0) {
+            Err(DeviceError::UnknownParameter { known, .. }) => known,
+            Err(other) => panic!("{}: {other}", info.name),
+            Ok(_) => panic!("{}: an unknown parameter was accepted", info.name),
+        }
+    }
+
+    // Regression (issue 11, item 6): every derived parameter a model shows says what it
+    // follows from, and those are settable, so asking to set it names what to set instead.
+    #[test]
+    fn derived_parameters_name_their_sources() {
+        for info in catalog() {
+            let settable = settable(info);
+            let device = (info.build)(&[], 0).unwrap();
+            for parameter in device.parameters() {
+                if !parameter.note.starts_with("derived") {
+                    assert!(settable.contains(&parameter.name), "{}", parameter.name);
+                    continue;
+                }
+                let error = build(info.name, &[(parameter.name.clone(), "1".into())], 0)
+                    .err()
+                    .unwrap_or_else(|| panic!("{} was accepted", parameter.name));
+                let DeviceError::Derived { from, .. } = &error else {
+                    panic!("{}: {error}", parameter.name);
+                };
+                assert!(!from.is_empty(), "{}", parameter.name);
+                for source in from {
+                    assert!(settable.iter().any(|s| s == source), "{source}");
+                }
+                let text = error.to_string();
+                assert!(text.contains("is derived, not set"), "{text}");
+                assert!(text.contains(from[0]), "{text}");
+            }
+        }
     }
 }

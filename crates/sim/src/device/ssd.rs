@@ -94,6 +94,29 @@ struct Setting {
     note: &'static str,
 }
 
+/// Each derived parameter (see `parameters`) and the settings it follows from.
+pub const DERIVED_FROM: &[(&str, &[&str])] = &[
+    ("dies", &["channels", "dies_per_channel"]),
+    (
+        "expected_qd1_read_us",
+        &["read_overhead_us", "read_us", "channel_mb_s", "host_mb_s"],
+    ),
+    (
+        "max_random_read_iops",
+        &["channels", "dies_per_channel", "read_us", "channel_mb_s"],
+    ),
+    (
+        "max_write_mb_s",
+        &[
+            "channels",
+            "dies_per_channel",
+            "page_kib",
+            "program_us",
+            "channel_mb_s",
+        ],
+    ),
+];
+
 const SETTINGS: &[Setting] = &[
     Setting {
         name: "capacity_gb",

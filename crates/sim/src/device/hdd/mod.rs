@@ -1386,6 +1386,51 @@ impl Device for Hdd {
     }
 }
 
+const SEEK_CURVE: &[&str] = &[
+    "track_to_track_ms",
+    "average_seek_ms",
+    "full_stroke_ms",
+    "capacity_gb",
+];
+const FORMAT: &[&str] = &[
+    "capacity_gb",
+    "heads",
+    "zones",
+    "outer_sectors_per_track",
+    "inner_sectors_per_track",
+];
+
+/// Each derived parameter of [`derived_parameters`] and the settings it follows from.
+pub const DERIVED_FROM: &[(&str, &[&str])] = &[
+    ("revolution_ms", &["rpm"]),
+    ("capacity_sectors", &["capacity_gb"]),
+    ("cylinders", FORMAT),
+    ("seek_sqrt_coefficient_ms", SEEK_CURVE),
+    ("seek_linear_coefficient_ms", SEEK_CURVE),
+    ("mean_seek_cylinder_pairs_ms", SEEK_CURVE),
+    ("mean_seek_lba_pairs_ms", SEEK_CURVE),
+    (
+        "expected_qd1_random_4k_iops",
+        &[
+            "read_miss_overhead_ms",
+            "average_seek_ms",
+            "rpm",
+            "capacity_gb",
+        ],
+    ),
+    ("outer_media_rate", &["outer_sectors_per_track", "rpm"]),
+    ("inner_media_rate", &["inner_sectors_per_track", "rpm"]),
+    (
+        "outer_sustained_rate",
+        &["outer_sectors_per_track", "rpm", "head_switch_ms", "heads"],
+    ),
+    (
+        "inner_sustained_rate",
+        &["inner_sectors_per_track", "rpm", "head_switch_ms", "heads"],
+    ),
+    ("zone_N", FORMAT),
+];
+
 /// Values that follow from the settings: the format, the seek curve's fit, expected rates.
 fn derived_parameters(hdd: &Hdd) -> Vec<Parameter> {
     let geometry = &hdd.geometry;
