@@ -1,12 +1,12 @@
 //! `iosched`: run fio jobs under any scheduling policy on a simulated or real device.
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Subcommand};
 use iosched::{bench, calibrate, catalog, compare, experiment, frontier, run};
 use std::process::ExitCode;
 
 /// I/O scheduling with quality of service: fio jobs in, fio-compatible results out.
-#[derive(Parser)]
+#[derive(clap::Parser)]
 #[command(name = "iosched", version, about)]
 struct Cli {
     #[command(subcommand)]
@@ -52,7 +52,16 @@ fn die_on_broken_pipe() {
 fn main() -> ExitCode {
     #[cfg(unix)]
     die_on_broken_pipe();
-    let cli = Cli::parse();
+    // `iosched --help` ends with the limits every input is checked against before work starts.
+    let limits = format!(
+        "Limits (checked before any work starts; see iosched_core::limits):\n{}",
+        iosched_core::limits::text()
+    );
+    let matches = Cli::command().after_long_help(limits).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
     let outcome: Result<ExitCode> = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Compare(args) => compare::compare(args),

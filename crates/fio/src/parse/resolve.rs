@@ -26,9 +26,9 @@ use crate::{Amount, BlockSize, Engine, JobSpec, Location, Note, Verify};
 use iosched_core::{IoPrio, IoPrioClass, Nanos};
 
 /// fio's limit on jobs in one run (`REAL_MAX_JOBS`), counting clones.
-pub(super) const JOBS_MAX: usize = 4096;
+pub(super) const JOBS_MAX: usize = iosched_core::limits::JOBS_MAX;
 /// Bound on the file names of one job, over all its clones.
-pub(super) const FILES_MAX: usize = 1 << 16;
+pub(super) const FILES_MAX: usize = iosched_core::limits::FILES_PER_JOB_MAX;
 
 /// A job section, ready to resolve.
 pub(super) struct Job<'a> {
