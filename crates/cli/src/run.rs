@@ -48,7 +48,12 @@ pub fn parse_group_flag(text: &str) -> Result<GroupSetting, String> {
         path: path.trim().to_string(),
         file: file.trim().to_string(),
         value: value.trim().to_string(),
-        origin: format!("--group {text}"),
+        // A value too long to echo (a 40,000-level path) is cut as errors cut quoted text.
+        origin: if text.len() <= iosched_core::limits::QUOTED_BYTES_MAX {
+            format!("--group {text}")
+        } else {
+            format!("--group {}", iosched_core::limits::quote(text))
+        },
     })
 }
 

@@ -119,6 +119,11 @@ fn absurd_numbers_and_paths_are_refused() {
     let deep = format!("{}:io.weight=100", "/a".repeat(40_000));
     let error = refused(&iosched_in(&dir, &["run", "job.fio", "--group", &deep]));
     assert!(error.contains("the limit is 4096"), "{error}");
+    assert!(
+        error.len() < 400,
+        "the path is echoed whole: {} bytes",
+        error.len()
+    );
     let deep = format!("{}:io.weight=100", "/a".repeat(65));
     let error = refused(&iosched_in(&dir, &["run", "job.fio", "--group", &deep]));
     assert!(error.contains("65 levels deep; the limit is 64"), "{error}");
