@@ -111,8 +111,14 @@ struct Slice {
 /// unused allowance does not pile up (`throtl_trim_slice`). A request must fit the limits of its
 /// group and of every ancestor, and is charged to all of them.
 ///
-/// Requests of a group wait in a FIFO per direction; only the head may go, and groups waiting
-/// on a common ancestor take turns.
+/// Requests of a group wait in a FIFO per direction; only the head may go. Groups take turns
+/// (round robin from the one served last, as blk-throttle pops its queues), and a head that
+/// cannot go *reserves* the nearest group of its chain that holds it back: no other request
+/// needing that group's limit may pass it, so a sibling's stream of small requests cannot keep
+/// taking a shared parent's allowance before a large request gathers enough of it (in
+/// blk-throttle, that request sits at the head of the parent's queue). A reserved group's
+/// allowance is then only waited on, never spent by others, so every head goes within the time
+/// its own limits need to cover the bytes and I/Os queued ahead of it.
 pub struct Throttle {
     slice: Nanos,
     /// Limits per group, from `io.max`, and each group's ancestors.
@@ -120,6 +126,8 @@ pub struct Throttle {
     ancestry: BTreeMap<GroupId, Vec<GroupId>>,
     state: BTreeMap<(GroupId, usize), Slice>,
     queues: BTreeMap<(GroupId, usize), VecDeque<Request>>,
+    /// Limited (group, direction) pairs held for the head of a queue (the key mapped to).
+    reserved: BTreeMap<(GroupId, usize), (GroupId, usize)>,
     held: usize,
     last_released: Option<(GroupId, usize)>,
 }
@@ -139,6 +147,7 @@ impl Throttle {
             ancestry: BTreeMap::new(),
             state: BTreeMap::new(),
             queues: BTreeMap::new(),
+            reserved: BTreeMap::new(),
             held: 0,
             last_released: None,
         }
@@ -238,6 +247,18 @@ impl Throttle {
         }
     }
 
+    /// The reservation in the way of a request of `key`: a limited group of its chain that
+    /// another queue's head holds.
+    fn blocked_by(&self, key: (GroupId, usize)) -> Option<(GroupId, usize)> {
+        let (group, dir) = key;
+        self.chain(group).iter().find_map(|&g| {
+            self.reserved
+                .get(&(g, dir))
+                .copied()
+                .filter(|&holder| holder != key)
+        })
+    }
+
     /// Each group's wait for a request of `len` bytes of `key` at `now`, nearest group first.
     fn waits(
         &mut self,
@@ -261,7 +282,7 @@ impl Throttle {
         }
     }
 
-    /// The head of `key`'s queue goes, charged to its chain.
+    /// The head of `key`'s queue goes: charged to its chain, its reservations freed.
     fn pop_head(&mut self, key: (GroupId, usize), now: Nanos) -> Request {
         let request = self
             .queues
@@ -269,6 +290,7 @@ impl Throttle {
             .and_then(VecDeque::pop_front)
             .expect("the queue has a head");
         self.charge_all(key.0, key.1, request.len, now);
+        self.reserved.retain(|_, holder| *holder != key);
         self.held -= 1;
         self.last_released = Some(key);
         request
@@ -296,7 +318,7 @@ impl Stage for Throttle {
     fn admit(&mut self, request: Request, now: Nanos) -> Option<Request> {
         let key = (request.group, request.direction() as usize);
         let queued = self.queues.get(&key).is_some_and(|q| !q.is_empty());
-        if !queued {
+        if !queued && self.blocked_by(key).is_none() {
             let waits = self.waits(key, request.len, now, false);
             if waits.iter().all(|&(_, wait)| wait == 0) {
                 self.charge_all(key.0, key.1, request.len, now);
@@ -314,13 +336,23 @@ impl Stage for Throttle {
         loop {
             let mut progressed = false;
             for key in self.turns() {
+                if self.blocked_by(key).is_some() {
+                    continue;
+                }
                 let Some(len) = self.queues.get(&key).and_then(|q| q.front()).map(|r| r.len) else {
                     continue;
                 };
                 let waits = self.waits(key, len, now, true);
-                if waits.iter().all(|&(_, wait)| wait == 0) {
-                    out.push_back(self.pop_head(key, now));
-                    progressed = true;
+                match waits.iter().find(|&&(_, wait)| wait > 0) {
+                    None => {
+                        out.push_back(self.pop_head(key, now));
+                        progressed = true;
+                    }
+                    Some(&(group, _)) => {
+                        // It waits at the nearest group that holds it back: reserve that
+                        // group's allowance for it (blocked_by let nobody else hold it).
+                        self.reserved.insert((group, key.1), key);
+                    }
                 }
             }
             if !progressed {
@@ -331,23 +363,45 @@ impl Stage for Throttle {
     }
 
     fn next_release(&mut self, now: Nanos) -> Option<Nanos> {
+        // Each head's own limits first, then the reservations in its way: a head behind
+        // another's reservation goes no earlier than the holder. A holder is never behind a
+        // reservation made before its own (it could not have reserved then), so following
+        // holders ends within as many steps as there are queues.
         let heads: Vec<((GroupId, usize), u64)> = self
             .queues
             .iter()
             .filter_map(|(&key, q)| q.front().map(|r| (key, r.len)))
             .collect();
-        heads
-            .into_iter()
-            .map(|(key, len)| {
-                let waits = self.waits(key, len, now, true);
-                now + waits
-                    .iter()
-                    .map(|&(_, wait)| wait)
-                    .max()
-                    .unwrap_or(0)
-                    .max(1)
-            })
-            .min()
+        let mut at: BTreeMap<(GroupId, usize), Nanos> = BTreeMap::new();
+        for &(key, len) in &heads {
+            let wait = self
+                .waits(key, len, now, true)
+                .iter()
+                .map(|&(_, wait)| wait)
+                .max()
+                .unwrap_or(0);
+            at.insert(key, now + wait.max(1));
+        }
+        for _ in 0..heads.len() {
+            let mut changed = false;
+            for &(key, _) in &heads {
+                let Some(holder) = self.blocked_by(key) else {
+                    continue;
+                };
+                let Some(&holder_at) = at.get(&holder) else {
+                    continue;
+                };
+                let own = at.get_mut(&key).expect("every head has a time");
+                if holder_at > *own {
+                    *own = holder_at;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        at.into_values().min()
     }
 
     fn held(&self) -> usize {
@@ -357,6 +411,7 @@ impl Stage for Throttle {
     fn set_groups(&mut self, groups: &Groups) {
         self.limits.clear();
         self.ancestry.clear();
+        self.reserved.clear();
         for id in groups.ids() {
             let max = groups.settings(id).max;
             if max.is_limited() {
@@ -903,6 +958,52 @@ mod tests {
         );
         let split = done[0].0 as f64 / done[1].0 as f64;
         assert!((split - 1.0).abs() < 0.05, "children take turns: {split}");
+    }
+
+    // Regression (issue 11, found with the starvation guard): under a limited parent, a
+    // child's large request waited for the parent's allowance to cover it while a sibling's
+    // small requests kept taking that allowance as soon as it grew, so the large one was never
+    // served. Proves the large request now reserves the parent and both children are served:
+    // the children take turns request by request, as blk-throttle's parent queue does.
+    #[test]
+    fn throttle_large_request_is_not_starved_by_a_sibling() {
+        let mut groups = Groups::new();
+        let parent = groups.intern("/p").unwrap();
+        let large = groups.intern("/p/large").unwrap();
+        let small = groups.intern("/p/small").unwrap();
+        groups.set(parent, "io.max", "rbps=1048576").unwrap();
+        let flows = [
+            Flow {
+                group: large,
+                op: Op::Read,
+                len: 1 << 20,
+                depth: 1,
+            },
+            Flow {
+                group: small,
+                op: Op::Read,
+                len: 4096,
+                depth: 8,
+            },
+        ];
+        let done = drive_flows(
+            Box::new(Throttle::new()),
+            &groups,
+            &flows,
+            MILLISECOND,
+            20 * SECOND,
+        );
+        let total = (done[0].0 + done[1].0) as f64 / 20.0;
+        println!(
+            "large {:?}, small {:?}, together {total:.0} B/s",
+            done[0], done[1]
+        );
+        assert!(done[0].1 >= 18, "the large child was starved: {done:?}");
+        assert!(done[1].1 >= 18, "the small child was starved: {done:?}");
+        assert!(
+            (total / 1_048_576.0 - 1.0).abs() < 0.05,
+            "together at {total} B/s"
+        );
     }
 
     // Proves ioband shares bytes by io.weight (3:1 within 3%), whatever the request sizes cost
