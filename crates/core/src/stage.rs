@@ -533,17 +533,46 @@ impl Ioband {
     }
 
     /// A new epoch: every active group gets its share, debts carried.
-    fn new_epoch(&mut self, now: Nanos) {
+    /// Each active group's share of one epoch, by weight (at least a byte).
+    fn shares(&self, now: Nanos) -> Vec<(GroupId, i64)> {
         let active = self.active(now);
         let total: u64 = active.iter().map(|&g| self.weight(g)).sum();
         if total == 0 {
-            return;
+            return Vec::new();
         }
-        for group in active {
-            let share = (u128::from(self.epoch_bytes) * u128::from(self.weight(group))
-                / u128::from(total)) as i64;
+        active
+            .into_iter()
+            .map(|group| {
+                let share = u128::from(self.epoch_bytes) * u128::from(self.weight(group))
+                    / u128::from(total);
+                (group, (share as i64).max(1))
+            })
+            .collect()
+    }
+
+    /// Starts as many epochs as it takes for a group with requests held to have tokens
+    /// again: a request larger than its group's share of one epoch needs several, and
+    /// nothing else would start them (found by the starvation guard: a 256 KiB request with
+    /// an 89 KiB share was held for good once the other group went quiet). One epoch gives
+    /// each active group `min(tokens, 0) + share`; `n` of them in a row give
+    /// `min(min(tokens, 0) + n x share, share)`.
+    fn new_epochs(&mut self, now: Nanos) {
+        let shares = self.shares(now);
+        let needed = shares
+            .iter()
+            .filter(|(g, _)| self.queues.get(g).is_some_and(|q| !q.is_empty()))
+            .map(|&(g, share)| {
+                let deficit = -self.tokens.get(&g).copied().unwrap_or(0).min(0);
+                deficit / share + 1
+            })
+            .min()
+            .unwrap_or(1);
+        for (group, share) in shares {
             let tokens = self.tokens.entry(group).or_insert(0);
-            *tokens = (*tokens).min(0) + share.max(1);
+            *tokens = (*tokens)
+                .min(0)
+                .saturating_add(needed.saturating_mul(share))
+                .min(share);
         }
     }
 }
@@ -606,7 +635,7 @@ impl Stage for Ioband {
                 if waiting_on_active {
                     break;
                 }
-                self.new_epoch(now);
+                self.new_epochs(now);
                 let any = groups
                     .iter()
                     .any(|g| self.tokens.get(g).copied().unwrap_or(0) > 0);
