@@ -176,9 +176,13 @@ impl Elevator {
         let room = self.has_room_for(request.group);
         let request = match &mut self.stage {
             None => request,
-            Some(_) if !room => {
+            Some(_) if !room || !self.released.is_empty() => {
                 // The submitter waits for a request before the stage sees the bio, so a
-                // stage is never asked twice about the same one.
+                // stage is never asked twice about the same one. It also waits behind
+                // requests the stage has released and that wait for a request themselves:
+                // they were submitted first, and a flow that took every freed request at
+                // once kept a throttled group's released write out of the scheduler for
+                // the whole run (found by the starvation guard).
                 self.stats.full += 1;
                 return Err(request);
             }

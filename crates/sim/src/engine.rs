@@ -215,6 +215,9 @@ pub struct TraceEntry {
     pub completed: Nanos,
     /// The id of the request that carried it to the device (itself unless merged).
     pub carrier: RequestId,
+    /// The job that issued it: its index in the job file (clones counted), so that a test can
+    /// judge each request by its job's priority, group and direction.
+    pub job: u32,
 }
 
 impl Simulation {
@@ -906,6 +909,7 @@ impl Simulation {
                 dispatch_order: io.dispatch_order,
                 completed: at,
                 carrier,
+                job: io.job,
             });
         }
         let index = io.job as usize;

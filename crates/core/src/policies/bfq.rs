@@ -360,13 +360,11 @@ impl Bfq {
         };
 
         self.idle_until = None;
-        let max_budget = self.max_budget();
-        let min_budget = self.min_budget();
         let elapsed = self
             .turn_first_dispatch
             .map_or(0, |first| now.saturating_sub(first));
         // Peak rate: a queue that was served sequentially for long enough shows the device.
-        let queue = self.queues.get_mut(&key).expect("queue in service exists");
+        let queue = self.queues.get(&key).expect("queue in service exists");
         if !queue.seeky() && elapsed >= 20 * MILLISECOND && self.served > 0 {
             let rate = (u128::from(self.served) * u128::from(SECOND) / u128::from(elapsed)) as u64;
             self.peak_rate = if rate > self.peak_rate {
@@ -375,6 +373,13 @@ impl Bfq {
                 (7 * self.peak_rate + rate) / 8
             };
         }
+        // The budgets of the rate just measured, as BFQ charges time with the max budget its
+        // peak-rate update has just set: charging the first timed-out turn with the default
+        // (8 MiB, 0.7 s of a device doing 11 MiB/s) put its queue's group so far behind that
+        // its siblings had the disk to themselves for 1.5 s (found by the starvation guard).
+        let max_budget = self.max_budget();
+        let min_budget = self.min_budget();
+        let queue = self.queues.get_mut(&key).expect("queue in service exists");
         let served = self.served;
         let mut charge = if queue.sync {
             served

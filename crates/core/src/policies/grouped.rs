@@ -19,7 +19,9 @@
 //! - **group_idle**: when the group in service runs out of requests, the disk waits up to
 //!   `group_idle` for the group's next request instead of switching (CFQ's `group_idle`), so a
 //!   group whose processes issue one request at a time keeps its share. While it waits, its
-//!   requests in flight complete.
+//!   requests in flight complete. Only in disk-time mode: in bytes or I/Os the idle time
+//!   would be free, and a group that thinks between requests could hold the disk for whole
+//!   turns at the price of a few bytes while its siblings waited.
 //! - **The idle tree** of the common layer remembers a group that just went quiet, so leaving
 //!   and coming back does not earn it extra service.
 //! - With every job in the root group (flat mode) there is one instance and one leaf: the
@@ -53,7 +55,7 @@ pub const META_TUNABLES: &[TunableSpec] = &[
         default: 8,
         min: 0,
         max: 1_000,
-        doc: "how long the disk waits for the group in service's next request when it runs out (cfq's group_idle)",
+        doc: "how long the disk waits for the group in service's next request when it runs out (cfq's group_idle); only when charging disk time",
     },
     TunableSpec {
         name: "charge",
@@ -378,8 +380,12 @@ impl Policy for Grouped {
                 Dispatch::Empty => {
                     // group_idle: wait for the group's next request rather than switch to a
                     // group that has work (with no other group waiting there is nothing to
-                    // protect, and flat mode stays the policy alone).
-                    if self.group_idle > 0 && self.others_have_work(group) {
+                    // protect, and flat mode stays the policy alone). Only when turns are
+                    // charged in disk time: charged in bytes or I/Os, the idle time was free,
+                    // so a reader that thinks between requests held the disk for whole turns
+                    // while paying for a few bytes, and its siblings waited seconds for its
+                    // virtual time to catch up (found by the starvation guard).
+                    if self.group_idle > 0 && self.charge == 0 && self.others_have_work(group) {
                         let until = *self.idle_until.get_or_insert(now + self.group_idle);
                         if now < until {
                             return Dispatch::WaitUntil(until.min(turn_end));

@@ -26,6 +26,13 @@
 //! answers it by delaying the throttled issuers (`use_delay`); pacing is that delay for a
 //! scheduler that holds the requests itself.
 //!
+//! A background rank with nothing in flight whose oldest request has waited a whole window
+//! goes next, within the depth limit and the pacing, ahead of queued foreground requests and
+//! better background ranks: a foreground that always has requests queued (deeper than the
+//! device) would otherwise hold the background back for good, where blk-iolatency only
+//! limits its depth. So every background request is served within a window plus the time its
+//! rank needs, at the limit, for the requests queued ahead of it.
+//!
 //! # Finding the depth
 //!
 //! The policy measures each foreground request's latency as completion time minus dispatch
@@ -311,6 +318,21 @@ impl Latency {
         self.start_window(now);
     }
 
+    /// A background rank with nothing in flight whose oldest request has waited a whole
+    /// window, the oldest such first. It goes within the depth limit and the pacing even
+    /// while the foreground has requests queued, or a better background rank does:
+    /// blk-iolatency limits a throttled group's depth but never takes its last request slot,
+    /// and here a foreground that always had requests queued (deeper than the device) held
+    /// the background back for the whole run (found by the starvation guard).
+    fn starved_background(&self, foreground: usize, now: Nanos) -> Option<usize> {
+        (foreground + 1..RANKS)
+            .filter(|&rank| self.flying[rank] == 0)
+            .filter_map(|rank| self.queues[rank].front().map(|r| (r.arrival, rank)))
+            .filter(|&(arrival, _)| now.saturating_sub(arrival) >= self.window_len())
+            .min()
+            .map(|(_, rank)| rank)
+    }
+
     /// Background requests in flight: those of every rank below the foreground's, whatever
     /// they were when they left.
     fn background_in_flight(&self, foreground: usize) -> u32 {
@@ -393,6 +415,12 @@ impl Policy for Latency {
         let Some(foreground) = self.foreground else {
             return Dispatch::Empty;
         };
+        let paced = self.limit < ONE && now < self.paced_until;
+        if self.background_in_flight(foreground) < self.depth() && !paced {
+            if let Some(rank) = self.starved_background(foreground, now) {
+                return self.take(rank, now);
+            }
+        }
         if !self.queues[foreground].is_empty() {
             return self.take(foreground, now);
         }
