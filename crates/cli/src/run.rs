@@ -9,6 +9,8 @@ use iosched_sim::{GroupSetting, SimConfig};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::Arc;
 
 /// The simulated setup every simulating command takes: tunables, device and seed.
 #[derive(Args, Clone, Debug)]
@@ -215,8 +217,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "normal")]
     pub output_format: String,
     /// Write the results to this file instead of standard output. A regular file is replaced
-    /// only by complete output of a successful run; a device or FIFO is written in place; a
-    /// symlink is followed, never replaced; `-` is standard output.
+    /// only by complete output (the results, or with json a document naming the error of a run
+    /// that failed); a device or FIFO is written in place; a symlink is followed, never
+    /// replaced; `-` is standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
 }
@@ -264,15 +267,57 @@ pub fn write_output(path: &Path, text: &str) -> Result<()> {
     iosched_fio::output::file::write_output(path, text.as_bytes()).map_err(anyhow::Error::new)
 }
 
-/// Runs `iosched run`.
+/// Runs `iosched run`. With `--output-format json`, a run that fails (a job file that does not
+/// parse, a device that cannot be opened, a limit exceeded) still writes a JSON document, with
+/// the error, where the results would have gone; the error goes to stderr as always.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let formats = formats(&args.output_format)?;
+    let mut output = None;
+    let result = run_jobs(&args, &formats, &mut output);
+    if let Err(error) = &result {
+        if formats.contains(&Format::Json) {
+            let message = iosched_core::limits::shorten_quoted(&format!("{error:#}"));
+            write_error_document(&args, output, &message);
+        }
+    }
+    result
+}
+
+/// Writes the JSON error document to the `--output` the user named (opened now if the run
+/// failed before opening it), or to standard output. Failing to write it adds nothing to the
+/// error already reported.
+fn write_error_document(args: &RunArgs, output: Option<OutputFile>, message: &str) {
+    let text = output::json::error_string(message);
+    let output = match output {
+        Some(file) => Some(file),
+        None => args
+            .output
+            .as_deref()
+            .and_then(|path| OutputFile::create(path).ok()),
+    };
+    match output {
+        Some(mut file) => {
+            if file.write_all(text.as_bytes()).is_ok() {
+                let _ = file.commit();
+            }
+        }
+        None => {
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+    }
+}
+
+fn run_jobs(
+    args: &RunArgs,
+    formats: &[Format],
+    output: &mut Option<OutputFile>,
+) -> Result<ExitCode> {
     let file = parse::parse_file(&args.jobfile).map_err(anyhow::Error::msg)?;
     // The output is opened before the run, so that a path that cannot be written is refused
     // before minutes of work, as fio opens its --output first.
-    let output = open_output(&args)?;
+    *output = open_output(args)?;
     if args.engine == EngineKind::Real {
-        return run_real(&args, &file, &formats, output);
+        return run_real(args, &file, formats, output);
     }
     if args.filename.is_some() || args.device_depth.is_some() {
         bail!("--filename and --device-depth apply to the real engine only: add --engine real");
@@ -289,18 +334,22 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         eprintln!("{note}");
     }
     let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
-    write_results(output, &report, &formats)?;
+    write_results(output.take(), &report, formats)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// `iosched run --engine real`: the jobs on real files through io_uring. Exits with failure
-/// when a job met an error (after writing the results, as fio does).
+/// when a job met an error (after writing the results, as fio does). SIGINT or SIGTERM stops
+/// the run as fio's do: nothing more is issued, what is in flight completes, the partial
+/// results are written, and the exit status is 128 + the signal (130, 143); a second signal
+/// ends the process at once.
 fn run_real(
     args: &RunArgs,
     file: &JobFile,
     formats: &[Format],
-    output: Option<OutputFile>,
+    output: &mut Option<OutputFile>,
 ) -> Result<ExitCode> {
+    let stop = Arc::new(AtomicUsize::new(0));
     let config = iosched_uring::UringConfig {
         policy: choose_policy(args.sim.policy.as_deref(), file)?,
         policy_settings: args.sim.setup.settings.clone(),
@@ -311,7 +360,9 @@ fn run_real(
         seed: args.sim.setup.seed,
         group_settings: args.sim.setup.group_settings()?,
         write_logs: true,
+        stop: Some(stop.clone()),
     };
+    catch_stop_signals(&stop)?;
     eprintln!(
         "iosched: engine io_uring, policy {}, device depth {}, seed {} (draws the jobs' offsets)",
         config.policy, config.device_depth, config.seed
@@ -320,15 +371,39 @@ fn run_real(
         eprintln!("{note}");
     }
     let outcome = iosched_uring::run(&config, file).map_err(anyhow::Error::msg)?;
-    write_results(output, &outcome.report, formats)?;
+    write_results(output.take(), &outcome.report, formats)?;
     for error in &outcome.errors {
         eprintln!("iosched: error: {error}");
+    }
+    if let Some(signal) = outcome.stopped_by {
+        eprintln!(
+            "iosched: stopped by {}: the results are partial",
+            iosched_uring::engine::signal_name(signal)
+        );
+        return Ok(ExitCode::from(128 + signal as u8));
     }
     Ok(if outcome.ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Stores SIGINT's or SIGTERM's number in `stop` when one arrives; once one has, the next
+/// one of either ends the process with the signal's default action (a stalled device must not
+/// hold the user hostage while the run drains).
+fn catch_stop_signals(stop: &Arc<AtomicUsize>) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::flag;
+    let caught = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        // The order matters: the default action is armed by the first signal, for the second.
+        flag::register_conditional_default(signal, caught.clone())
+            .and_then(|_| flag::register_usize(signal, stop.clone(), signal as usize))
+            .and_then(|_| flag::register(signal, caught.clone()))
+            .with_context(|| format!("cannot catch signal {signal}"))?;
+    }
+    Ok(())
 }
 
 /// The `--output` file, opened (a regular file's replacement is prepared beside it).

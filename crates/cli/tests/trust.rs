@@ -276,3 +276,91 @@ fn errors_name_the_place_and_stay_short() {
         "{error}"
     );
 }
+
+// Regression (issue 11, item 8): a run that fails before it starts (here a job file that does
+// not parse, then a job whose file cannot be opened) still prints valid JSON with the error
+// when JSON was asked for, and the error still goes to stderr with exit status 1.
+#[test]
+fn a_failed_run_still_prints_json() {
+    let dir = scratch("json-error");
+    std::fs::write(dir.join("bad.fio"), "[r]\nrw=sideways\n").unwrap();
+    std::fs::write(
+        dir.join("missing.fio"),
+        "[r]\nfilename=/nonexistent-iosched/dir/data\nrw=read\nsize=1m\n",
+    )
+    .unwrap();
+    for (job, engine) in [("bad.fio", "sim"), ("missing.fio", "real")] {
+        let output = iosched_in(
+            &dir,
+            &["run", job, "--engine", engine, "--output-format", "json"],
+        );
+        let error = refused(&output);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let document: serde_json::Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("{job}: not JSON ({e}): {stdout}"));
+        assert_eq!(document["jobs"], serde_json::json!([]), "{stdout}");
+        let message = document["iosched"]["error"].as_str().unwrap();
+        assert!(error.ends_with(message), "{error} / {message}");
+    }
+}
+
+/// Starts a 60 s real run, sends `signal` after a second, and returns its output.
+fn interrupted(name: &str, signal: &str) -> Output {
+    let dir = scratch(name);
+    let data = dir.join("data");
+    std::fs::write(
+        dir.join("job.fio"),
+        format!(
+            "[r]\nfilename={}\nsize=8m\nbs=4k\nrw=randread\nioengine=io_uring\niodepth=4\n\
+             time_based\nruntime=60s\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_iosched"))
+        .current_dir(&dir)
+        .args([
+            "run",
+            "job.fio",
+            "--engine",
+            "real",
+            "--output-format",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The file is laid out first; wait until the run is under way.
+    let started = std::time::Instant::now();
+    while !data.exists() && started.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    child.wait_with_output().unwrap()
+}
+
+// Regression (issue 11, item 8): SIGINT and SIGTERM stop a real run as they stop fio: nothing
+// more is issued, what is in flight completes, the partial results are printed, and the exit
+// status is 130 or 143.
+#[test]
+fn a_signal_stops_the_run_with_partial_results() {
+    for (name, signal, code) in [("sigint", "-INT", 130), ("sigterm", "-TERM", 143)] {
+        let output = interrupted(name, signal);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(code), "{message}");
+        assert!(message.contains("iosched: stopped by SIG"), "{message}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let document: serde_json::Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
+        let job = &document["jobs"][0];
+        assert!(job["read"]["total_ios"].as_u64().unwrap() > 0, "{stdout}");
+        let runtime_ms = job["job_runtime"].as_u64().unwrap();
+        assert!((500..30_000).contains(&runtime_ms), "{runtime_ms}");
+    }
+}

@@ -915,8 +915,9 @@ impl Simulation {
         let index = io.job as usize;
         let run = &mut self.jobs[index];
         run.in_flight -= 1;
-        let counted = at >= run.measure_start && run.deadline.is_none_or(|d| at <= d);
-        if counted {
+        // Every I/O issued is counted, also one that completes after the job's runtime ended:
+        // fio waits for what is in flight and counts it (only the ramp is left out).
+        if at >= run.measure_start {
             if io.flush {
                 run.result.sync.record(at - io.created);
             } else {
@@ -954,10 +955,9 @@ impl Simulation {
             return;
         }
         run.phase = Phase::Done;
-        run.ended_at = match run.deadline {
-            Some(deadline) => now.min(deadline),
-            None => now,
-        };
+        // The job's time ends with its last completion, past its runtime when I/O was still in
+        // flight then, as fio's does.
+        run.ended_at = now;
         run.result.runtime = run.ended_at.saturating_sub(run.measure_start);
         for later in index + 1..self.jobs.len() {
             if self.jobs[later].phase == Phase::Pending

@@ -65,6 +65,29 @@ pub fn json_string(report: &RunReport) -> String {
     render(&json(report))
 }
 
+/// The JSON document of a run that could not start or stopped on an error, so that a reader
+/// of `--output-format=json` always gets valid JSON: fio's header, no jobs, and an `"iosched"`
+/// object with the error in words. fio itself prints nothing on stdout in that case; a tool
+/// parsing our output needs something it can parse.
+pub fn error_json(message: &str) -> Value {
+    let mut root = Map::new();
+    root.insert("fio version".into(), VERSION.into());
+    root.insert("timestamp".into(), 0.into());
+    root.insert("timestamp_ms".into(), 0.into());
+    root.insert("time".into(), EPOCH_CTIME.into());
+    root.insert("jobs".into(), Value::Array(Vec::new()));
+    let mut iosched = Map::new();
+    iosched.insert("fio_schema".into(), FIO_SCHEMA.into());
+    iosched.insert("error".into(), message.into());
+    root.insert("iosched".into(), Value::Object(iosched));
+    Value::Object(root)
+}
+
+/// [`error_json`] printed in fio's layout, ending with a newline.
+pub fn error_string(message: &str) -> String {
+    render(&error_json(message))
+}
+
 fn build(report: &RunReport, bins: bool) -> Value {
     let entries = reported_jobs(report);
     let groups = group_runs(&entries);
