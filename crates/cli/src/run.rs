@@ -224,13 +224,17 @@ pub struct RunArgs {
     pub output: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Format {
+/// An output format `--output-format` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// fio's normal text.
     Normal,
+    /// fio 3.33's JSON.
     Json,
 }
 
-fn formats(text: &str) -> Result<Vec<Format>> {
+/// The formats of `--output-format` (comma-separated, in order).
+pub fn parse_formats(text: &str) -> Result<Vec<Format>> {
     let mut out = Vec::new();
     for name in text.split(',').map(str::trim) {
         out.push(match name {
@@ -271,7 +275,7 @@ pub fn write_output(path: &Path, text: &str) -> Result<()> {
 /// parse, a device that cannot be opened, a limit exceeded) still writes a JSON document, with
 /// the error, where the results would have gone; the error goes to stderr as always.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let formats = formats(&args.output_format)?;
+    let formats = parse_formats(&args.output_format)?;
     let mut output = None;
     let result = run_jobs(&args, &formats, &mut output);
     if let Err(error) = &result {

@@ -191,6 +191,19 @@ pub fn parse_str(
     parse_with(text, origin, base_dir, env, &Machine::Real, &loader)
 }
 
+/// [`parse_str`] with the files that `include` names read by `loader` instead of from the
+/// file system (for fuzzing, and for tools that keep job files elsewhere). An error `loader`
+/// returns without a location is placed at the include line.
+pub fn parse_str_with_loader(
+    text: &str,
+    origin: &str,
+    base_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    loader: &dyn Fn(&Path) -> Result<String, ParseError>,
+) -> Result<JobFile, ParseError> {
+    parse_with(text, origin, base_dir, env, &Machine::Real, loader)
+}
+
 fn parse_with(
     text: &str,
     origin: &str,
