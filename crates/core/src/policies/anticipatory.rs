@@ -819,6 +819,8 @@ impl Policy for Anticipatory {
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         if let Some(request) = self.requeued.pop_front() {
+            // Counted as queued until it leaves again (found by fuzzing, as in deadline).
+            self.queued -= 1;
             self.nr_dispatched += 1;
             return Dispatch::Request(request);
         }

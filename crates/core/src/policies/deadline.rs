@@ -370,6 +370,9 @@ impl Policy for Deadline {
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         if let Some(request) = self.requeued.pop_front() {
+            // A requeued request counts as queued until it leaves again (found by fuzzing: the
+            // count stayed one high, so the queue never looked empty).
+            self.queued -= 1;
             let level = level_of(&request, self.priorities);
             self.levels[level].latest_pos[request.direction() as usize] = request.offset;
             return Dispatch::Request(request);

@@ -432,7 +432,15 @@ impl Policy for Grouped {
         let queue = self.queue(group);
         queue.in_flight = queue.in_flight.saturating_sub(1);
         queue.policy.requeue(request, now);
-        let (leaf, budget) = (queue.leaf, queue.budget);
+        let (leaf, budget, drained) = (queue.leaf, queue.budget, queue.in_flight == 0);
+        // A requeue ends the wait for the last turn's requests as a completion does: the
+        // device has handed the request back (found by fuzzing: the policy waited forever).
+        if let Some(turn) = self.draining {
+            if turn.group == group && drained {
+                self.draining = None;
+                self.finish(turn, now);
+            }
+        }
         self.resync(group);
         if !self.fq.is_active(leaf).expect("live leaf") {
             self.fq.activate(leaf, budget).expect("live leaf");
