@@ -177,7 +177,15 @@ pub struct SettingError {
 
 impl fmt::Display for SettingError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {:?}: {}", self.file, self.value, self.reason)
+        // A value is quoted back at most QUOTED_BYTES_MAX bytes long (found by fuzzing: a
+        // 4 kB io.max value was echoed whole).
+        write!(
+            f,
+            "{} {}: {}",
+            crate::limits::cut(&self.file),
+            crate::limits::quote(&self.value),
+            self.reason
+        )
     }
 }
 
@@ -459,8 +467,10 @@ impl Groups {
             let id = self
                 .intern(&setting.path)
                 .map_err(|e| format!("{}: {e}", setting.origin))?;
-            self.set(id, &setting.file, &setting.value)
-                .map_err(|e| format!("{}: group {}: {e}", setting.origin, setting.path))?;
+            self.set(id, &setting.file, &setting.value).map_err(|e| {
+                let path = crate::limits::cut(&setting.path);
+                format!("{}: group {path}: {e}", setting.origin)
+            })?;
         }
         Ok(())
     }

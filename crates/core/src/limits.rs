@@ -147,6 +147,16 @@ pub fn quote(text: &str) -> String {
     format!("{:?}... ({} bytes)", &text[..end], text.len())
 }
 
+/// `text` as it may appear unquoted in an error (a file or group name): whole when short,
+/// else cut and quoted as [`quote`] cuts it.
+pub fn cut(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= QUOTED_BYTES_MAX {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(quote(text))
+    }
+}
+
 /// `message` with every double-quoted span longer than [`QUOTED_BYTES_MAX`] cut as [`quote`]
 /// cuts it: a net under every error that quotes what the user wrote, so that a megabyte of
 /// value is never echoed back whole. An escaped quote (`\"`) does not end a span.
