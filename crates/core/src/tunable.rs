@@ -93,14 +93,16 @@ impl fmt::Display for TunableError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TunableError::Unknown { name, known } => {
-                write!(f, "unknown tunable {name:?}; known: {}", known.join(", "))
+                let name = crate::limits::quote(name);
+                write!(f, "unknown tunable {name}; known: {}", known.join(", "))
             }
             TunableError::BadValue {
                 name,
                 value,
                 reason,
             } => {
-                write!(f, "tunable {name}: bad value {value:?}: {reason}")
+                let value = crate::limits::quote(value);
+                write!(f, "tunable {name}: bad value {value}: {reason}")
             }
             TunableError::OutOfRange {
                 name,

@@ -40,8 +40,8 @@ impl fmt::Display for UnknownPolicy {
         let stages: Vec<&str> = crate::stage::STAGES.iter().map(|(n, _, _)| *n).collect();
         write!(
             f,
-            "unknown policy {:?}; known: {} (a stage may go above any of them: {}+POLICY)",
-            self.name,
+            "unknown policy {}; known: {} (a stage may go above any of them: {}+POLICY)",
+            crate::limits::quote(&self.name),
             known.join(", "),
             stages.join("+POLICY, ")
         )

@@ -97,14 +97,16 @@ impl fmt::Display for DeviceError {
                 let known: Vec<&str> = catalog().iter().map(|m| m.name).collect();
                 write!(
                     f,
-                    "unknown device model {model:?}; known: {}",
+                    "unknown device model {}; known: {}",
+                    iosched_core::limits::quote(model),
                     known.join(", ")
                 )
             }
             DeviceError::UnknownParameter { model, name, known } => {
                 write!(
                     f,
-                    "device {model} has no parameter {name:?}; known: {}",
+                    "device {model} has no parameter {}; known: {}",
+                    iosched_core::limits::quote(name),
                     known.join(", ")
                 )
             }
@@ -127,7 +129,8 @@ impl fmt::Display for DeviceError {
                 value,
                 reason,
             } => {
-                write!(f, "device parameter {name}: bad value {value:?}: {reason}")
+                let value = iosched_core::limits::quote(value);
+                write!(f, "device parameter {name}: bad value {value}: {reason}")
             }
         }
     }
