@@ -253,16 +253,25 @@ impl GroupSettings {
                 let mut max = self.max;
                 for pair in text.split_whitespace() {
                     let Some((key, number)) = pair.split_once('=') else {
-                        return Err(error(format!("{pair:?} is not KEY=VALUE")));
+                        return Err(error(format!(
+                            "{} is not KEY=VALUE",
+                            crate::limits::quote(pair)
+                        )));
                     };
                     let limit = if number == "max" {
                         None
                     } else {
                         let n: u64 = number.parse().map_err(|_| {
-                            error(format!("{key}={number}: expected a number or max"))
+                            error(format!(
+                                "{}: expected a number or max",
+                                crate::limits::quote(pair)
+                            ))
                         })?;
                         if n == 0 {
-                            return Err(error(format!("{key}=0: a limit must be positive")));
+                            return Err(error(format!(
+                                "{}=0: a limit must be positive",
+                                crate::limits::cut(key)
+                            )));
                         }
                         Some(n)
                     };
@@ -273,7 +282,8 @@ impl GroupSettings {
                         "wiops" => max.wiops = limit,
                         other => {
                             return Err(error(format!(
-                                "unknown key {other:?} (rbps, wbps, riops, wiops)"
+                                "unknown key {} (rbps, wbps, riops, wiops)",
+                                crate::limits::quote(other)
                             )))
                         }
                     }
