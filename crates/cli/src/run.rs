@@ -40,7 +40,12 @@ pub struct SetupArgs {
 
 /// `PATH:FILE=VALUE` into a group setting.
 pub fn parse_group_flag(text: &str) -> Result<GroupSetting, String> {
-    let usage = || format!("expected PATH:FILE=VALUE (like /vm1:io.weight=500), got {text:?}");
+    let usage = || {
+        format!(
+            "expected PATH:FILE=VALUE (like /vm1:io.weight=500), got {}",
+            limits::quote(text)
+        )
+    };
     let (path, rest) = text.split_once(':').ok_or_else(usage)?;
     let (file, value) = rest.split_once('=').ok_or_else(usage)?;
     if path.trim().is_empty() || file.trim().is_empty() {
@@ -183,7 +188,7 @@ pub fn parse_setting(text: &str) -> Result<(String, String), String> {
         Some((name, value)) if !name.trim().is_empty() => {
             Ok((name.trim().to_string(), value.trim().to_string()))
         }
-        _ => Err(format!("expected NAME=VALUE, got {text:?}")),
+        _ => Err(format!("expected NAME=VALUE, got {}", limits::quote(text))),
     }
 }
 
@@ -243,7 +248,10 @@ pub fn parse_formats(text: &str) -> Result<Vec<Format>> {
             "terse" | "json+" => {
                 bail!("--output-format {name} is not supported; use normal or json")
             }
-            other => bail!("unknown --output-format {other:?}; use normal, json or normal,json"),
+            other => bail!(
+                "unknown --output-format {}; use normal, json or normal,json",
+                limits::quote(other)
+            ),
         });
     }
     Ok(out)
