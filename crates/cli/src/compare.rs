@@ -1,14 +1,13 @@
 //! `iosched compare`: the same jobs under several policies, side by side.
 
-use crate::matrix::{self, JobSource, Matrix, Variant};
+use crate::progress::Bar;
 use crate::run::SetupArgs;
-use crate::study::{Study, Sweep};
-use crate::table;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use iosched_fio::output::file::OutputFile;
+use iosched_lab::matrix::{self, parse_sweep, JobSource, Matrix, Variant};
+use iosched_report::{study::Study, text};
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,29 +29,9 @@ pub struct CompareArgs {
     /// Write the HTML report (one self-contained file) here.
     #[arg(long)]
     pub report: Option<PathBuf>,
-}
-
-/// `VAR=V1,V2` into the variable and its values.
-pub fn parse_sweep(text: &str) -> Result<(String, Sweep)> {
-    let Some((variable, values)) = text.split_once('=') else {
-        bail!("--sweep expects VAR=V1,V2,..., got {text:?}");
-    };
-    let values: Vec<String> = values
-        .split(',')
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-        .collect();
-    if variable.trim().is_empty() || values.is_empty() {
-        bail!("--sweep expects VAR=V1,V2,..., got {text:?}");
-    }
-    let variable = variable.trim().to_string();
-    Ok((
-        variable.clone(),
-        Sweep {
-            name: variable.to_lowercase(),
-            values,
-        },
-    ))
+    /// No progress bar on standard error.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Runs `iosched compare`.
@@ -80,7 +59,7 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
     );
     // Opened first, so that a report path that cannot be written is refused before the runs.
     let report = args.report.as_deref().map(OutputFile::create).transpose()?;
-    let runs = matrix::execute(&matrix, std::io::stderr().is_terminal())?;
+    let runs = matrix::execute(&matrix, &Bar::new(args.quiet))?;
     let mut settings = args.setup.device_settings.clone();
     settings.extend(args.setup.settings.iter().cloned());
     let study = Study {
@@ -99,10 +78,10 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
         runs,
         verdicts: Vec::new(),
     };
-    print!("{}", table::side_by_side(&study));
+    print!("{}", text::side_by_side(&study));
     if let Some(mut report) = report {
         report
-            .write_all(crate::report::html(&study).as_bytes())
+            .write_all(iosched_report::html(&study).as_bytes())
             .with_context(|| format!("cannot write {:?}", report.path()))?;
         let path = report.path().to_path_buf();
         report.commit()?;

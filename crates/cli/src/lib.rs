@@ -1,17 +1,15 @@
 //! # iosched (the command's library)
 //!
-//! The `iosched` binary is thin: each subcommand lives in a module here, so that tests can call
-//! them and the HTML report can be rendered without a process.
+//! Argument parsing and printing only: each subcommand's options (clap) and what it prints,
+//! over the library crates that do the work (`iosched-lab` runs studies, `iosched-report`
+//! draws them, `iosched-sim` and `iosched-uring` run jobs). Kept as a library so that tests
+//! call the commands without a process.
 
 pub mod bench;
 pub mod calibrate;
 pub mod catalog;
 pub mod compare;
 pub mod experiment;
-pub mod figures;
 pub mod frontier;
-pub mod matrix;
-pub mod report;
+pub mod progress;
 pub mod run;
-pub mod study;
-pub mod table;

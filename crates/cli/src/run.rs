@@ -5,6 +5,7 @@ use clap::{Args, ValueEnum};
 use iosched_core::limits;
 use iosched_fio::output::file::OutputFile;
 use iosched_fio::{output, parse, JobFile, JobSpec, RunReport};
+use iosched_lab::setup::{parse_group_flag, Setup};
 use iosched_sim::{GroupSetting, SimConfig};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,89 +39,22 @@ pub struct SetupArgs {
     pub groups_file: Option<PathBuf>,
 }
 
-/// `PATH:FILE=VALUE` into a group setting.
-pub fn parse_group_flag(text: &str) -> Result<GroupSetting, String> {
-    let usage = || {
-        format!(
-            "expected PATH:FILE=VALUE (like /vm1:io.weight=500), got {}",
-            limits::quote(text)
-        )
-    };
-    let (path, rest) = text.split_once(':').ok_or_else(usage)?;
-    let (file, value) = rest.split_once('=').ok_or_else(usage)?;
-    if path.trim().is_empty() || file.trim().is_empty() {
-        return Err(usage());
-    }
-    Ok(GroupSetting {
-        path: path.trim().to_string(),
-        file: file.trim().to_string(),
-        value: value.trim().to_string(),
-        // A value too long to echo (a 40,000-level path) is cut as errors cut quoted text.
-        origin: if text.len() <= iosched_core::limits::QUOTED_BYTES_MAX {
-            format!("--group {text}")
-        } else {
-            format!("--group {}", iosched_core::limits::quote(text))
-        },
-    })
-}
-
-/// Reads a groups file: `PATH FILE VALUE...` per line (the value is the rest of the line, as
-/// written to the cgroup file), `#` starts a comment.
-pub fn read_groups_file(path: &Path) -> Result<Vec<GroupSetting>> {
-    let text = parse::read_text_file(path, "groups file", limits::INPUT_FILE_BYTES_MAX)
-        .map_err(anyhow::Error::msg)?;
-    parse_groups(&text, &path.display().to_string())
-}
-
-/// Parses the text of a groups file named `origin`.
-pub fn parse_groups(text: &str, origin: &str) -> Result<Vec<GroupSetting>> {
-    let mut settings = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        let mut parts = line.splitn(3, char::is_whitespace);
-        let (Some(group), Some(file), Some(value)) = (parts.next(), parts.next(), parts.next())
-        else {
-            bail!(
-                "{origin}:{}: expected `PATH FILE VALUE` (like `/vm1 io.weight 500`), got {line:?}",
-                number + 1
-            );
-        };
-        settings.push(GroupSetting {
-            path: group.to_string(),
-            file: file.to_string(),
-            value: value.trim().to_string(),
-            origin: format!("{origin}:{}", number + 1),
-        });
-    }
-    Ok(settings)
-}
-
 impl SetupArgs {
-    /// The group settings of `--groups` and then `--group`, in that order.
-    pub fn group_settings(&self) -> Result<Vec<GroupSetting>> {
-        let mut group_settings = match &self.groups_file {
-            Some(path) => read_groups_file(path)?,
-            None => Vec::new(),
-        };
-        group_settings.extend(self.groups.iter().cloned());
-        Ok(group_settings)
+    /// The setup these options describe.
+    pub fn setup(&self) -> Setup {
+        Setup {
+            settings: self.settings.clone(),
+            device: self.device.clone(),
+            device_settings: self.device_settings.clone(),
+            seed: self.seed,
+            groups: self.groups.clone(),
+            groups_file: self.groups_file.clone(),
+        }
     }
 
     /// The simulator configuration for `policy` on this setup.
     pub fn config(&self, policy: &str) -> Result<SimConfig> {
-        let group_settings = self.group_settings()?;
-        Ok(SimConfig {
-            seed: self.seed,
-            policy: policy.to_string(),
-            policy_settings: self.settings.clone(),
-            device: self.device.clone(),
-            device_settings: self.device_settings.clone(),
-            group_settings,
-            ..SimConfig::default()
-        })
+        self.setup().config(policy)
     }
 }
 
@@ -370,7 +304,7 @@ fn run_real(
             .unwrap_or(iosched_uring::DEFAULT_DEVICE_DEPTH),
         filename: args.filename.clone(),
         seed: args.sim.setup.seed,
-        group_settings: args.sim.setup.group_settings()?,
+        group_settings: args.sim.setup.setup().group_settings()?,
         write_logs: true,
         stop: Some(stop.clone()),
     };

@@ -1,7 +1,8 @@
 //! The experiments: every quick variant holds in the test suite, and the machinery fails when
 //! a claim does not hold or a definition is wrong.
 
-use iosched::experiment::{discover, load, run_experiment};
+use iosched_lab::experiment::{discover, load, run_experiment};
+use iosched_lab::progress::Quiet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -23,7 +24,7 @@ fn every_quick_experiment_passes() {
     assert!(experiments.len() >= 2, "the first experiments exist");
     let mut failures = Vec::new();
     for experiment in &experiments {
-        let study = run_experiment(experiment, true, false, None).expect("runs");
+        let study = run_experiment(experiment, true, &Quiet, None).expect("runs");
         assert!(
             !study.verdicts.is_empty(),
             "{} checks nothing",
@@ -112,7 +113,7 @@ fn bad_definitions_are_named() {
     let experiment = load(&dir).unwrap();
     let error = format!(
         "{:#}",
-        run_experiment(&experiment, true, false, None).unwrap_err()
+        run_experiment(&experiment, true, &Quiet, None).unwrap_err()
     );
     assert!(
         error.contains("iopz") && error.contains("experiment.toml"),

@@ -93,7 +93,7 @@ pub fn job_file(data: &[u8]) {
 /// the policies that read groups.
 pub fn groups_file(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let settings = match iosched::run::parse_groups(&text, "fuzz.groups") {
+    let settings = match iosched_lab::setup::parse_groups(&text, "fuzz.groups") {
         Ok(settings) => settings,
         Err(error) => return check_error("groups file", &format!("{error:#}")),
     };
@@ -161,7 +161,7 @@ pub fn cli_values(data: &[u8]) {
             Err(error) => check_error("--set", &error),
         },
         // --group PATH:FILE=VALUE
-        1 => match iosched::run::parse_group_flag(&text) {
+        1 => match iosched_lab::setup::parse_group_flag(&text) {
             Ok(setting) => {
                 apply_groups(&[setting]);
             }

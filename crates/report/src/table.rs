@@ -1,9 +1,8 @@
 //! The page's tables: every run's figures side by side, and the parameters the runs used.
 
-use super::page::escape;
-use super::plot::{hex, policy_color};
-use super::units;
-use super::Model;
+use crate::model::Model;
+use crate::plot::{hex, policy_color};
+use crate::units::{self, escape};
 use iosched_fio::Parameter;
 use std::fmt::Write as _;
 
@@ -23,7 +22,7 @@ pub fn results(model: &Model) -> String {
     );
     for point in 0..model.points.len() {
         for (key_index, key) in model.keys.iter().enumerate() {
-            let rows: Vec<(usize, &super::Cell)> = (0..model.policies.len())
+            let rows: Vec<(usize, &crate::model::Cell)> = (0..model.policies.len())
                 .filter_map(|policy| Some((policy, model.cell(point, policy, key_index)?)))
                 .collect();
             let Some(&(_, first)) = rows.first() else {

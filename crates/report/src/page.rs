@@ -9,26 +9,11 @@
 //! bounding box, or marks outside the chart), or whose text labels overlap; and the page on
 //! any script error, or when it has no chart at all.
 
-use super::charts::{self, Section};
-use super::table;
-use super::Model;
+use crate::charts::{self, Section};
+use crate::model::Model;
+use crate::table;
+use crate::units::escape;
 use std::fmt::Write as _;
-
-/// `text` safe inside HTML elements and double-quoted attributes.
-pub fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
-}
 
 /// The whole page.
 pub fn render(model: &Model) -> String {

@@ -12,9 +12,9 @@
 //! Every chart is one job and direction: jobs differ by orders of magnitude (a random reader
 //! next to a streaming writer), and one axis for both would flatten the smaller.
 
-use super::plot::{policy_color, Axis, Chart, Series, Shape, Ticks};
-use super::units;
-use super::{Key, Model};
+use crate::model::{Key, Model};
+use crate::plot::{policy_color, Axis, Chart, Series, Shape, Ticks};
+use crate::units;
 
 /// Sweep points up to which bar charts show every point; past it, only the last.
 pub const BAR_POINTS_MAX: usize = 4;
@@ -501,7 +501,7 @@ fn sweep_line(model: &Model, points: &[usize], key_index: usize, metric: Metric)
 }
 
 fn timeline(model: &Model, point: usize, key_index: usize) -> Option<Figure> {
-    let cells: Vec<(usize, &super::Cell)> = (0..model.policies.len())
+    let cells: Vec<(usize, &crate::model::Cell)> = (0..model.policies.len())
         .filter_map(|policy| Some((policy, model.cell(point, policy, key_index)?)))
         .filter(|(_, cell)| !cell.bandwidth_windows.is_empty())
         .collect();

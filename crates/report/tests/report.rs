@@ -1,9 +1,8 @@
 //! The HTML report of a real study (noop and deadline on the simulated disk, over three queue
 //! depths): its structure, its determinism, its escaping, and what headless Chromium shows.
 
-use iosched::report;
-use iosched::study::{Study, StudyRun, Sweep, Verdict};
 use iosched_fio::parse::parse_str;
+use iosched_report::study::{Study, StudyRun, Sweep, Verdict};
 use iosched_sim::{run, SimConfig};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -143,7 +142,7 @@ fn study() -> &'static Study {
 
 fn page() -> &'static str {
     static PAGE: OnceLock<String> = OnceLock::new();
-    PAGE.get_or_init(|| report::html(study()))
+    PAGE.get_or_init(|| iosched_report::html(study()))
 }
 
 // Proves the page has every kind of chart, legends naming both policies, a table row
@@ -221,7 +220,7 @@ fn report_has_every_chart_table_row_and_verdict() {
 fn study_without_sweep() {
     let jobs = JOBS.replace("${IODEPTH}", "4");
     let runs = simulate_runs(&jobs, "", &[None], &POLICIES);
-    let html = report::html(&small_study("no sweep", &POLICIES, None, runs));
+    let html = iosched_report::html(&small_study("no sweep", &POLICIES, None, runs));
     std::fs::write(scratch().join("no-sweep.html"), &html).unwrap();
     // Two jobs x (CDF + tail + bandwidth + IOPS + bandwidth over time).
     assert_eq!(html.matches("<figure class=\"chart\"").count(), 2 * 5);
@@ -247,7 +246,7 @@ fn wide_sweep_of_block_sizes() {
         name: "bs".into(),
         values: sizes.map(String::from).to_vec(),
     };
-    let html = report::html(&small_study("bs sweep", &["deadline"], Some(sweep), runs));
+    let html = iosched_report::html(&small_study("bs sweep", &["deadline"], Some(sweep), runs));
     std::fs::write(scratch().join("bs-sweep.html"), &html).unwrap();
     // One job: CDF at first and last point, tail, two bar charts, two sweep lines, time.
     assert_eq!(html.matches("<figure class=\"chart\"").count(), 8);
@@ -262,8 +261,8 @@ fn wide_sweep_of_block_sizes() {
 #[test]
 fn same_study_same_bytes() {
     let first = page();
-    assert_eq!(first, report::html(study()));
-    assert_eq!(first, report::html(&simulate()));
+    assert_eq!(first, iosched_report::html(study()));
+    assert_eq!(first, iosched_report::html(&simulate()));
 }
 
 // Proves text from the study is escaped: the summary's markup shows as text and cannot run.

@@ -1,55 +1,11 @@
-//! The study as one self-contained HTML page: verdicts, a table of figures, and charts drawn
-//! side by side as the papers draw them (latency CDFs, bandwidth and IOPS bars, lines over the
-//! swept parameter, bandwidth over time), with every parameter the runs used.
-//!
-//! The page needs nothing but a browser: charts are inline SVG drawn by plotters, styles and
-//! the small self-check script are inline, no fonts or network are used. It is a pure function
-//! of the [`Study`]: no clock is read and nothing is iterated in hash order, so the same study
-//! gives the same bytes.
-//!
-//! How it is built:
-//! 1. [`Model`] reads every run once: fio's reported entries (jobs of a group merged when the
-//!    job file sets `group_reporting`, by [`reported_jobs`]), and for each job and direction
-//!    with I/O the figures the page shows.
-//! 2. [`charts`] decides which charts to draw from the model; [`plot`] draws them.
-//! 3. [`table`] writes the table of figures and the parameters; [`page`] puts it all together.
-//!
-//! ```
-//! use iosched::report;
-//! use iosched::study::Study;
-//!
-//! let study = Study {
-//!     title: "Nothing run yet".into(),
-//!     summary: "An empty study still renders.".into(),
-//!     seed: 1,
-//!     device: "hdd".into(),
-//!     settings: vec![],
-//!     policies: vec!["noop".into()],
-//!     sweep: None,
-//!     runs: vec![],
-//!     verdicts: vec![],
-//! };
-//! let html = report::html(&study);
-//! assert!(html.starts_with("<!DOCTYPE html>"));
-//! assert!(html.contains("Nothing run yet"));
-//! ```
-
-pub mod charts;
-pub mod page;
-pub mod plot;
-pub mod table;
-pub mod units;
+//! What the page draws, read once from the study: for each job and direction with I/O, the
+//! figures of every run.
 
 use crate::study::Study;
 use iosched_core::Nanos;
 use iosched_fio::output::group::{per_second, reported_jobs, ReportedJob};
 use iosched_fio::{DataDir, Latency};
 use std::collections::BTreeMap;
-
-/// The study as one HTML page.
-pub fn html(study: &Study) -> String {
-    page::render(&Model::new(study))
-}
 
 /// One job and direction, as it is followed across runs: the job's name (with `#2`, `#3`...
 /// when several reported entries of a run share it) and the direction.

@@ -16,7 +16,7 @@
 //! Text is written as SVG `<text>` elements (plotters' SVG backend with its built-in size
 //! estimate), so no font files are read and the output is the same on every machine.
 
-use super::units;
+use crate::units;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -406,7 +406,7 @@ impl Chart {
                 .map_err(|e| format!("drawing {}: {e}", series.name))?;
             layers.push_str(&format!(
                 "<g class=\"series\" data-series=\"{}\">\n{}</g>\n",
-                super::page::escape(&series.name),
+                crate::units::escape(&series.name),
                 svg_body(&layer)?
             ));
         }

@@ -5,10 +5,10 @@
 //! uses the same seed and device model; cells run on all cores, and the results are the same
 //! whatever the number of threads, because each cell is an independent deterministic run.
 
-use crate::study::{StudyRun, Sweep};
+use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use iosched_fio::parse;
+use iosched_report::study::{StudyRun, Sweep};
 use iosched_sim::SimConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -122,9 +122,9 @@ struct Cell<'a> {
     point: Option<String>,
 }
 
-/// Runs every cell: for each sweep point (or once), for each policy. `progress` shows a bar on
-/// a terminal (and nothing otherwise).
-pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
+/// Runs every cell: for each sweep point (or once), for each policy, telling `progress` as
+/// each starts and finishes.
+pub fn execute(matrix: &Matrix, progress: &dyn Progress) -> Result<Vec<StudyRun>> {
     if matrix.policies.is_empty() {
         bail!("no policy to run: give at least one --policy");
     }
@@ -163,21 +163,7 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
             .with_context(|| format!("variant {}", cell.variant.label))?;
         files.push(file);
     }
-    let bar = if progress {
-        ProgressBar::new(cells.len() as u64)
-    } else {
-        ProgressBar::hidden()
-    };
-    if progress {
-        // Keeps the clock moving while a long cell runs.
-        bar.enable_steady_tick(std::time::Duration::from_millis(250));
-    }
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}",
-        )
-        .expect("static template"),
-    );
+    progress.begin(cells.len());
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<StudyRun>>>> =
         Mutex::new((0..cells.len()).map(|_| None).collect());
@@ -191,14 +177,11 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 let Some(cell) = cells.get(index) else { break };
                 let file = &files[index];
-                bar.set_message(format!(
-                    "running {}{}",
-                    cell.variant.label,
-                    cell.point
-                        .as_ref()
-                        .map(|p| format!(" @ {p}"))
-                        .unwrap_or_default()
-                ));
+                let what = match &cell.point {
+                    Some(point) => format!("{} @ {point}", cell.variant.label),
+                    None => cell.variant.label.clone(),
+                };
+                progress.started(&what);
                 let mut config = SimConfig {
                     policy: cell.variant.policy.clone(),
                     ..matrix.config.clone()
@@ -220,15 +203,38 @@ pub fn execute(matrix: &Matrix, progress: bool) -> Result<Vec<StudyRun>> {
                         point: cell.point.clone(),
                         report,
                     });
-                bar.inc(1);
+                progress.finished(&what, if outcome.is_ok() { "" } else { "failed" });
                 results.lock().expect("no thread panics holding the lock")[index] = Some(outcome);
             });
         }
     });
-    bar.finish_and_clear();
+    progress.end();
     let mut runs = Vec::with_capacity(cells.len());
     for outcome in results.into_inner().expect("threads are done") {
         runs.push(outcome.expect("every cell ran")?);
     }
     Ok(runs)
+}
+
+/// `VAR=V1,V2` (the `--sweep` of `iosched compare`) into the variable and its values.
+pub fn parse_sweep(text: &str) -> Result<(String, Sweep)> {
+    let Some((variable, values)) = text.split_once('=') else {
+        bail!("--sweep expects VAR=V1,V2,..., got {text:?}");
+    };
+    let values: Vec<String> = values
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect();
+    if variable.trim().is_empty() || values.is_empty() {
+        bail!("--sweep expects VAR=V1,V2,..., got {text:?}");
+    }
+    let variable = variable.trim().to_string();
+    Ok((
+        variable.clone(),
+        Sweep {
+            name: variable.to_lowercase(),
+            values,
+        },
+    ))
 }
