@@ -11,5 +11,6 @@ pub mod catalog;
 pub mod compare;
 pub mod experiment;
 pub mod frontier;
+pub mod hints;
 pub mod progress;
 pub mod run;

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches, Subcommand};
-use iosched::{bench, calibrate, catalog, compare, experiment, frontier, run};
+use iosched::{bench, calibrate, catalog, compare, experiment, frontier, hints, run};
 use std::process::ExitCode;
 
 /// I/O scheduling with quality of service: fio jobs in, fio-compatible results out.
@@ -10,7 +10,7 @@ use std::process::ExitCode;
 #[command(name = "iosched", version, about)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
@@ -32,6 +32,10 @@ enum Command {
     /// On a real device (needs root and fio): a foreground beside a background under the
     /// kernel's schedulers and iosched's policies, each placed on the device's latency curve.
     Frontier(frontier::FrontierArgs),
+    /// Print a shell completion script: iosched completions bash > /etc/bash_completion.d/iosched
+    Completions(hints::CompletionsArgs),
+    /// Print the man page (roff): iosched man | man -l -
+    Man(hints::ManArgs),
 }
 
 /// Dies quietly of SIGPIPE when the reader of our output goes away (`iosched policies | head`),
@@ -49,6 +53,11 @@ fn die_on_broken_pipe() {
     }
 }
 
+/// The command line's definition, as `--help`, the completions and the man page show it.
+fn command() -> clap::Command {
+    Cli::command().after_help(hints::AFTER_HELP)
+}
+
 fn main() -> ExitCode {
     #[cfg(unix)]
     die_on_broken_pipe();
@@ -57,12 +66,17 @@ fn main() -> ExitCode {
         "Limits (checked before any work starts; see iosched_core::limits):\n{}",
         iosched_core::limits::text()
     );
-    let matches = Cli::command().after_long_help(limits).get_matches();
+    let matches = command().after_long_help(limits).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(error) => error.exit(),
     };
-    let outcome: Result<ExitCode> = match cli.command {
+    let Some(subcommand) = cli.command else {
+        print!("{}", hints::START);
+        return ExitCode::SUCCESS;
+    };
+    let name = matches.subcommand_name().unwrap_or_default().to_string();
+    let outcome: Result<ExitCode> = match subcommand {
         Command::Run(args) => run::run(args),
         Command::Compare(args) => compare::compare(args),
         Command::Experiment(args) => experiment::experiment(args),
@@ -71,6 +85,8 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::calibrate(args),
         Command::Bench(args) => bench::bench(args),
         Command::Frontier(args) => frontier::frontier(args),
+        Command::Completions(args) => hints::completions(args, &mut command()),
+        Command::Man(args) => hints::man(args, command()),
     };
     match outcome {
         Ok(code) => code,
@@ -79,6 +95,9 @@ fn main() -> ExitCode {
             // layer made the message.
             let message = iosched_core::limits::shorten_quoted(&format!("{error:#}"));
             eprintln!("iosched: error: {message}");
+            if let Some(hint) = hints::after_error(&name, &message) {
+                eprintln!("iosched: {hint}");
+            }
             ExitCode::FAILURE
         }
     }

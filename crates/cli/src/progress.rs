@@ -123,3 +123,90 @@ impl Progress for Log {
         eprintln!("{}: {text}", self.command);
     }
 }
+
+/// A bar of time for one run: the simulated time reached (or wall time on the real engine)
+/// against the time the jobs will take, when the job file says (`runtime=` on every job),
+/// with an ETA; a spinner with the time reached otherwise. Like [`Bar`], it appears after
+/// [`SHOW_AFTER`], on a terminal, and never when quiet. It goes away when dropped.
+pub struct TimeBar {
+    bar: Option<ProgressBar>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl TimeBar {
+    /// Follows `reached` (ns), towards `total` (ns) if known.
+    pub fn new(
+        quiet: bool,
+        total: Option<u64>,
+        reached: impl Fn() -> u64 + Send + 'static,
+    ) -> TimeBar {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if quiet || !std::io::stderr().is_terminal() {
+            return TimeBar { bar: None, done };
+        }
+        let ms = |ns: u64| ns / 1_000_000;
+        let (bar, template) = match total {
+            Some(total) => (
+                ProgressBar::with_draw_target(Some(ms(total).max(1)), ProgressDrawTarget::hidden()),
+                "{spinner} [{elapsed_precise}] {bar:30} {msg}, ETA {eta}",
+            ),
+            None => (
+                ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()),
+                "{spinner} [{elapsed_precise}] {msg}",
+            ),
+        };
+        bar.set_style(ProgressStyle::with_template(template).expect("a static template"));
+        let (shown, stop) = (bar.clone(), done.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(SHOW_AFTER);
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            shown.set_draw_target(ProgressDrawTarget::stderr());
+            while !stop.load(Ordering::Relaxed) {
+                let now = reached();
+                shown.set_position(ms(now));
+                let of = total
+                    .map(|t| format!(" of {:.1} s", t as f64 / 1e9))
+                    .unwrap_or_default();
+                shown.set_message(format!("{:.1} s{of} of the jobs' time", now as f64 / 1e9));
+                shown.tick();
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        TimeBar {
+            bar: Some(bar),
+            done,
+        }
+    }
+}
+
+impl Drop for TimeBar {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// How long the jobs of `file` run, if every job says (`runtime=`): each stonewalled phase
+/// lasts as long as its longest job (start delay, ramp and runtime), phases one after another.
+pub fn jobs_time(file: &iosched_fio::JobFile) -> Option<u64> {
+    let mut total = 0u64;
+    let mut phase = 0u64;
+    for (index, job) in file.jobs.iter().enumerate() {
+        if index > 0 && job.stonewall {
+            total = total.saturating_add(phase);
+            phase = 0;
+        }
+        let runtime = job.runtime?;
+        let length = job
+            .startdelay
+            .1
+            .saturating_add(job.ramp_time)
+            .saturating_add(runtime);
+        phase = phase.max(length);
+    }
+    Some(total.saturating_add(phase)).filter(|t| *t > 0)
+}

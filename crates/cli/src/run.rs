@@ -161,6 +161,10 @@ pub struct RunArgs {
     /// replaced; `-` is standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// No progress bar on standard error (it shows only on a terminal, for runs over two
+    /// seconds).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// An output format `--output-format` names.
@@ -279,8 +283,15 @@ fn run_jobs(
     for note in &file.notes {
         eprintln!("{note}");
     }
-    let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
-    write_results(output.take(), &report, formats)?;
+    let reached = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    config.progress = Some(reached.clone());
+    let bar =
+        crate::progress::TimeBar::new(args.quiet, crate::progress::jobs_time(&file), move || {
+            reached.load(std::sync::atomic::Ordering::Relaxed)
+        });
+    let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg);
+    drop(bar);
+    write_results(output.take(), &report?, formats)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -316,7 +327,14 @@ fn run_real(
     for note in file.notes.iter().filter(|note| note.option != "direct") {
         eprintln!("{note}");
     }
-    let outcome = iosched_uring::run(&config, file).map_err(anyhow::Error::msg)?;
+    let started = std::time::Instant::now();
+    let bar =
+        crate::progress::TimeBar::new(args.quiet, crate::progress::jobs_time(file), move || {
+            started.elapsed().as_nanos() as u64
+        });
+    let outcome = iosched_uring::run(&config, file).map_err(anyhow::Error::msg);
+    drop(bar);
+    let outcome = outcome?;
     write_results(output.take(), &outcome.report, formats)?;
     for error in &outcome.errors {
         eprintln!("iosched: error: {error}");

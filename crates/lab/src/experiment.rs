@@ -620,6 +620,7 @@ pub fn run_experiment(
         sweep: sweep.map(|(_, s)| s),
         runs,
         verdicts: Vec::new(),
+        headline: None,
     };
     for check in &definition.check {
         let verdict = evaluate(check, &study).with_context(|| {

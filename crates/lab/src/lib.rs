@@ -7,6 +7,7 @@
 //! - [`matrix`]: the same jobs under several policies, over a swept parameter, on all cores;
 //! - [`experiment`]: the reproducible experiments, one folder per claim, and their checks;
 //! - [`calibrate`]: the device models against their calibration targets;
+//! - [`isolation`]: which policy protected the foreground job, at what cost to the rest;
 //! - [`frontier`]: the real-device study (the kernel's schedulers and iosched's policies,
 //!   each placed on the device's latency curve);
 //! - [`progress`]: how a study reports its progress (the lab itself prints nothing).
@@ -17,6 +18,7 @@
 pub mod calibrate;
 pub mod experiment;
 pub mod frontier;
+pub mod isolation;
 pub mod matrix;
 pub mod progress;
 pub mod setup;

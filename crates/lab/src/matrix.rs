@@ -7,7 +7,7 @@
 
 use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
-use iosched_fio::parse;
+use iosched_fio::{parse, JobFile};
 use iosched_report::study::{StudyRun, Sweep};
 use iosched_sim::SimConfig;
 use std::collections::BTreeMap;
@@ -117,6 +117,39 @@ pub struct Matrix {
     pub config: SimConfig,
 }
 
+impl Matrix {
+    /// The job file of `variant` at sweep `point`, its variables expanded: the point's, the
+    /// variant's, the matrix's, then the process environment.
+    pub fn cell_file(&self, variant: &Variant, point: Option<&str>) -> Result<JobFile> {
+        let lookup = |name: &str| -> Option<String> {
+            if let (Some((variable, _)), Some(value)) = (&self.sweep, point) {
+                if variable == name {
+                    return Some(value.to_string());
+                }
+            }
+            variant
+                .env
+                .get(name)
+                .or_else(|| self.env.get(name))
+                .cloned()
+                .or_else(|| std::env::var(name).ok())
+        };
+        let job = variant.job.as_ref().unwrap_or(&self.job);
+        parse::parse_str(&job.text, &job.origin, &job.base_dir, &lookup)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("variant {}", variant.label))
+    }
+
+    /// The job file of the first cell (the first variant at the first point).
+    pub fn first_file(&self) -> Result<JobFile> {
+        let Some(variant) = self.policies.first() else {
+            bail!("no policy to run: give at least one --policy");
+        };
+        let point = self.sweep.as_ref().and_then(|(_, s)| s.values.first());
+        self.cell_file(variant, point.map(String::as_str))
+    }
+}
+
 struct Cell<'a> {
     variant: &'a Variant,
     point: Option<String>,
@@ -144,24 +177,7 @@ pub fn execute(matrix: &Matrix, progress: &dyn Progress) -> Result<Vec<StudyRun>
     // Parse each cell's job file up front, so a bad one fails before any simulation.
     let mut files = Vec::with_capacity(cells.len());
     for cell in &cells {
-        let lookup = |name: &str| -> Option<String> {
-            if let (Some((variable, _)), Some(value)) = (&matrix.sweep, &cell.point) {
-                if variable == name {
-                    return Some(value.clone());
-                }
-            }
-            cell.variant
-                .env
-                .get(name)
-                .or_else(|| matrix.env.get(name))
-                .cloned()
-                .or_else(|| std::env::var(name).ok())
-        };
-        let job = cell.variant.job.as_ref().unwrap_or(&matrix.job);
-        let file = parse::parse_str(&job.text, &job.origin, &job.base_dir, &lookup)
-            .map_err(anyhow::Error::msg)
-            .with_context(|| format!("variant {}", cell.variant.label))?;
-        files.push(file);
+        files.push(matrix.cell_file(cell.variant, cell.point.as_deref())?);
     }
     progress.begin(cells.len());
     let next = AtomicUsize::new(0);

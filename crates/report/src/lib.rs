@@ -39,6 +39,7 @@
 //!     sweep: None,
 //!     runs: vec![],
 //!     verdicts: vec![],
+//!     headline: None,
 //! };
 //! let html = iosched_report::html(&study);
 //! assert!(html.starts_with("<!DOCTYPE html>"));

@@ -153,7 +153,16 @@ fn verdicts(model: &Model, html: &mut String) {
     }
     let failed = verdicts.iter().filter(|v| v.failed()).count();
     let gaps = verdicts.iter().filter(|v| v.word() == "GAP").count();
-    let (class, headline) = if failed == 0 {
+    let (class, headline) = if let Some(headline) = &model.study.headline {
+        (
+            if verdicts.iter().any(|v| v.pass) {
+                "pass"
+            } else {
+                "fail"
+            },
+            escape(headline),
+        )
+    } else if failed == 0 {
         (
             "pass",
             format!(
@@ -270,6 +279,16 @@ figure.chart figcaption { font-weight: 600; font-size: 14px; margin: 0 0 4px 4px
 figure.chart svg { display: block; width: 100%; height: auto; }
 .chart-error, .empty { color: #cf222e; }
 ul.notes { color: #57606a; font-size: 14px; }
+@media print {
+  body { background: #fff; font-size: 11pt; }
+  main { max-width: none; padding: 0; }
+  nav { display: none; }
+  details > * { display: block; }
+  section, figure.chart, .verdict, tr { break-inside: avoid; }
+  h2 { break-after: avoid; }
+  .grid { gap: 8px 12px; }
+  .verdicts, .badge { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+}
 "#;
 
 /// The page's self-check; see the module documentation.

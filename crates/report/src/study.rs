@@ -75,6 +75,10 @@ pub struct Study {
     pub runs: Vec<StudyRun>,
     /// The claims checked, if any.
     pub verdicts: Vec<Verdict>,
+    /// What the verdicts sum up to, shown above them in place of the count of claims that
+    /// hold: a comparison's verdicts judge the policies, not the study
+    /// (`2 of 5 policies protect reader: anticipatory, cfq`).
+    pub headline: Option<String>,
 }
 
 impl Study {

@@ -85,6 +85,7 @@ fn small_study(title: &str, policies: &[&str], sweep: Option<Sweep>, runs: Vec<S
         sweep,
         runs,
         verdicts: Vec::new(),
+        headline: None,
     }
 }
 
@@ -106,6 +107,7 @@ fn simulate() -> Study {
         }),
         runs,
         verdicts: Vec::new(),
+        headline: None,
     };
     let reader_ios = |policy: &str, depth: &str| {
         study.run(policy, Some(depth)).unwrap().report.jobs[0].dirs[0].total_ios

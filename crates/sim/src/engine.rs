@@ -33,6 +33,8 @@ use iosched_fio::{
 };
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// What to simulate: the seed, the policy and the device.
 #[derive(Clone, Debug)]
@@ -58,6 +60,9 @@ pub struct SimConfig {
     /// ([`iosched_fio::output::logs::commit`]) when the run succeeds. Off for studies, whose
     /// runs would write the same files at once.
     pub write_logs: bool,
+    /// Where to store the simulated time reached (ns) as the run goes, every few thousand
+    /// events, for a progress display on another thread. Reading it changes nothing.
+    pub progress: Option<Arc<AtomicU64>>,
 }
 
 pub use iosched_core::group::GroupSetting;
@@ -73,9 +78,13 @@ impl Default for SimConfig {
             time_limit: limits::SIMULATED_TIME_MAX,
             group_settings: Vec::new(),
             write_logs: false,
+            progress: None,
         }
     }
 }
+
+/// Device dispatches between stores of the simulated time into [`SimConfig::progress`].
+const PROGRESS_EVERY: u64 = 1024;
 
 /// The host's own tunables, set with `--set` like the queue's.
 pub const HOST_TUNABLES: &[TunableSpec] = &[TunableSpec {
@@ -184,6 +193,7 @@ pub struct Simulation {
     disk: DiskAccounting,
     seed: u64,
     time_limit: Nanos,
+    progress: Option<Arc<AtomicU64>>,
     groups: Groups,
     notes: Vec<String>,
     /// Total original requests issued and completed, for the exactly-once invariant.
@@ -322,6 +332,7 @@ impl Simulation {
             disk: DiskAccounting::new(),
             seed: config.seed,
             time_limit,
+            progress: config.progress.clone(),
             groups,
             notes,
             issued_total: 0,
@@ -441,6 +452,11 @@ impl Simulation {
                 return Err(self.runaway());
             }
             self.now = time;
+            if let Some(progress) = &self.progress {
+                if self.dispatches % PROGRESS_EVERY == 0 {
+                    progress.store(time, Ordering::Relaxed);
+                }
+            }
             match event {
                 Event::Notify(carrier) => {
                     let (op, ids) = self
