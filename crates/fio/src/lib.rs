@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+pub mod driver;
 pub mod job;
 pub mod output;
 pub mod parse;

@@ -323,7 +323,10 @@ mod tests {
     // group settings (the last write wins; `default N` is read).
     #[test]
     fn the_heaviest_group_is_the_foreground() {
-        let file = jobs("cgroup=db\ncgroup_weight=800", "cgroup=bk\ncgroup_weight=100");
+        let file = jobs(
+            "cgroup=db\ncgroup_weight=800",
+            "cgroup=bk\ncgroup_weight=100",
+        );
         assert_eq!(foreground(&file, &[]).unwrap().job, "a");
         let setting = |path: &str, value: &str| GroupSetting {
             path: path.into(),
@@ -334,7 +337,11 @@ mod tests {
         let moved = [setting("bk", "default 1000")];
         assert_eq!(foreground(&file, &moved).unwrap().job, "b");
         let even = [setting("/bk", "800")];
-        assert_eq!(foreground(&file, &even), None, "equal weights: no foreground");
+        assert_eq!(
+            foreground(&file, &even),
+            None,
+            "equal weights: no foreground"
+        );
     }
 
     // Proves small shares keep a digit and others do not.

@@ -23,14 +23,12 @@ use crate::workload::{Generator, NextIo};
 use crate::SimError;
 use iosched_core::tunable::{TunableSpec, Unit};
 use iosched_core::{
-    limits, policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, IoPrio,
-    Nanos, Op, Request, RequestId,
+    limits, policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, Nanos,
+    Op, Request, RequestId,
 };
+use iosched_fio::driver::{self, Issued, JobState, Phase, Timer};
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
-use iosched_fio::stats::iodepth_bucket;
-use iosched_fio::{
-    BlockSize, DataDir, DiskAccounting, JobFile, JobResult, JobSpec, Parameter, RunReport,
-};
+use iosched_fio::{BlockSize, DataDir, DiskAccounting, JobFile, JobSpec, Parameter, RunReport};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,8 +101,6 @@ const LOGICAL_BLOCK: u64 = 512;
 
 /// Seed stream reserved for the device; jobs use their index.
 const DEVICE_STREAM: u64 = u64::MAX;
-/// Seed streams for start delays are offset so they never share a job's I/O stream.
-const STARTDELAY_STREAM_BASE: u64 = 1 << 32;
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
@@ -117,61 +113,21 @@ enum Event {
     PolicyWake(u64),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Waiting for its start time or for a stonewall.
-    Pending,
-    /// Issuing I/O.
-    Running,
-    /// Issues nothing more; waits for its I/O in flight.
-    Draining,
-    /// Finished.
-    Done,
-}
-
-/// An I/O a job issued, from creation to completion.
+/// An I/O a job issued, from creation to completion: what the driver counts, and when the
+/// request carrying it reached the device.
 #[derive(Clone, Copy, Debug)]
 struct Io {
-    job: u32,
-    dir: DataDir,
-    flush: bool,
-    bytes: u64,
-    offset: u64,
-    prio: IoPrio,
-    created: Nanos,
-    admitted: Nanos,
+    issued: Issued,
     /// When the request carrying it reached the device.
     dispatched: Nanos,
     /// Position of that dispatch among all dispatches of the run.
     dispatch_order: u64,
 }
 
-struct JobRun {
-    spec: JobSpec,
+/// What the simulator keeps of a job besides its life ([`JobState`]).
+struct SimJob {
     flow: FlowId,
     group: GroupId,
-    phase: Phase,
-    depth: u32,
-    generator: Generator,
-    /// The next I/O, drawn but held back by a rate limit.
-    staged: Option<NextIo>,
-    in_flight: u32,
-    started_at: Nanos,
-    measure_start: Nanos,
-    deadline: Option<Nanos>,
-    bytes_limit: Option<u64>,
-    bytes_issued: u64,
-    ios_issued: u64,
-    rate_bytes: [u64; 3],
-    rate_ios: [u64; 3],
-    wake_at: Option<Nanos>,
-    /// Waiting for every I/O in flight to complete before thinking (fio's `io_u_quiesce`).
-    quiescing: bool,
-    thinking_until: Option<Nanos>,
-    writes_since_flush: u32,
-    end_fsync_issued: bool,
-    ended_at: Nanos,
-    result: JobResult,
 }
 
 /// A simulation in progress.
@@ -180,7 +136,8 @@ pub struct Simulation {
     events: EventQueue<Event>,
     elevator: Elevator,
     device: Box<dyn Device>,
-    jobs: Vec<JobRun>,
+    jobs: Vec<JobState>,
+    own: Vec<SimJob>,
     ios: FxHashMap<u64, Io>,
     /// Requests waiting for a free scheduler request (`nr_requests`), first come first served.
     blocked: VecDeque<Request>,
@@ -265,14 +222,11 @@ impl Simulation {
         let layout: Layout = layout::plan(&file.jobs, device.capacity())?;
         let mut groups = Groups::new();
         let mut jobs = Vec::with_capacity(file.jobs.len());
+        let mut own = Vec::with_capacity(file.jobs.len());
         for (index, spec) in file.jobs.iter().enumerate() {
-            jobs.push(Self::job_run(
-                config.seed,
-                index,
-                spec,
-                &layout,
-                &mut groups,
-            )?);
+            let (job, sim) = Self::job_run(config.seed, index, spec, &layout, &mut groups)?;
+            jobs.push(job);
+            own.push(sim);
         }
         groups
             .apply(&config.group_settings)
@@ -304,7 +258,7 @@ impl Simulation {
         let time_limit = config.time_limit.min(limits::SIMULATED_TIME_MAX);
         let planned: Vec<(&JobSpec, Option<u64>)> = jobs
             .iter()
-            .map(|run| (&run.spec, run.bytes_limit))
+            .map(|run| (&run.spec, run.bytes_limit()))
             .collect();
         horizon::check(&planned, time_limit)?;
         // Logs open last, once nothing else can refuse the run: a refused run leaves none.
@@ -321,6 +275,7 @@ impl Simulation {
             elevator,
             device,
             jobs,
+            own,
             ios: FxHashMap::default(),
             blocked: VecDeque::new(),
             next_request_id: 0,
@@ -350,7 +305,7 @@ impl Simulation {
         spec: &JobSpec,
         layout: &Layout,
         groups: &mut Groups,
-    ) -> Result<JobRun, SimError> {
+    ) -> Result<(JobState, SimJob), SimError> {
         let regions = &layout.job_regions[index];
         if spec.time_based && spec.runtime.is_none() {
             return Err(SimError::job(spec, "time_based needs a runtime"));
@@ -382,45 +337,14 @@ impl Simulation {
             None => derive_seed(seed, index as u64),
         };
         let region_bytes: u64 = regions.iter().map(|r| r.len).sum();
-        let bytes_limit = if spec.time_based {
-            None
-        } else {
-            Some(
-                spec.io_size
-                    .unwrap_or(region_bytes.saturating_mul(u64::from(spec.loops.max(1)))),
-            )
-        };
-        let depth = if spec.engine.is_async() {
-            spec.iodepth.max(1)
-        } else {
-            1
-        };
-        let result = JobResult::for_job(spec, index as u32 + 1);
-        Ok(JobRun {
-            spec: spec.clone(),
-            flow: FlowId(index as u32),
-            group,
-            phase: Phase::Pending,
-            depth,
-            generator: Generator::new(spec, regions, Rng::new(stream_seed)),
-            staged: None,
-            in_flight: 0,
-            started_at: 0,
-            measure_start: 0,
-            deadline: None,
-            bytes_limit,
-            bytes_issued: 0,
-            ios_issued: 0,
-            rate_bytes: [0; 3],
-            rate_ios: [0; 3],
-            wake_at: None,
-            quiescing: false,
-            thinking_until: None,
-            writes_since_flush: 0,
-            end_fsync_issued: false,
-            ended_at: 0,
-            result,
-        })
+        let generator = Generator::new(spec, regions, Rng::new(stream_seed));
+        Ok((
+            JobState::new(spec.clone(), index, generator, region_bytes),
+            SimJob {
+                flow: FlowId(index as u32),
+                group,
+            },
+        ))
     }
 
     /// Records every request's life for inspection with [`Simulation::trace`].
@@ -445,7 +369,7 @@ impl Simulation {
 
     /// Runs to the end and reports.
     pub fn run(&mut self) -> Result<RunReport, SimError> {
-        self.schedule_starts();
+        driver::start_all(self, 0);
         while let Some((time, event)) = self.events.pop() {
             debug_assert!(time >= self.now, "time went backwards");
             if time > self.time_limit {
@@ -467,15 +391,9 @@ impl Simulation {
                         self.finish_io(id, RequestId(carrier), op, time);
                     }
                 }
-                Event::JobStart(job) => self.start_job(job as usize),
-                Event::JobWake(job) => {
-                    let run = &mut self.jobs[job as usize];
-                    if run.wake_at == Some(time) {
-                        run.wake_at = None;
-                        self.pump_job(job as usize);
-                    }
-                }
-                Event::JobDeadline(job) => self.deadline(job as usize),
+                Event::JobStart(job) => driver::start(self, job as usize, time),
+                Event::JobWake(job) => driver::wake(self, job as usize, time),
+                Event::JobDeadline(job) => driver::deadline(self, job as usize, time),
                 Event::Device(generation) => {
                     if generation != self.device_generation {
                         continue;
@@ -507,9 +425,9 @@ impl Simulation {
     fn runaway(&self) -> SimError {
         let mut lines = Vec::new();
         for run in self.jobs.iter().filter(|run| run.phase != Phase::Done) {
-            let progress = match run.bytes_limit {
-                Some(limit) => format!("{} of {limit} bytes issued", run.bytes_issued),
-                None => format!("{} bytes issued", run.bytes_issued),
+            let progress = match run.bytes_limit() {
+                Some(limit) => format!("{} of {limit} bytes issued", run.bytes_issued()),
+                None => format!("{} bytes issued", run.bytes_issued()),
             };
             let waiting = match run.phase {
                 Phase::Pending => "waiting to start (stonewall or startdelay)".to_string(),
@@ -523,7 +441,7 @@ impl Simulation {
                 _ if run.wake_at.is_some() => "held back by its rate= or rate_iops= cap".into(),
                 _ => format!("{} I/O(s) in flight", run.in_flight),
             };
-            let (least, why) = horizon::least_duration(&run.spec, run.bytes_limit);
+            let (least, why) = horizon::least_duration(&run.spec, run.bytes_limit());
             let need = if why.is_empty() {
                 String::new()
             } else {
@@ -546,162 +464,23 @@ impl Simulation {
         ))
     }
 
-    fn schedule_starts(&mut self) {
-        for index in 0..self.jobs.len() {
-            if self.barrier_open(index) {
-                let delay = self.start_delay(index);
-                self.events
-                    .push(self.now + delay, Event::JobStart(index as u32));
-            }
-        }
-    }
-
-    /// Whether every job before the last stonewall at or before `index` is done.
-    fn barrier_open(&self, index: usize) -> bool {
-        let wall = (1..=index)
-            .rev()
-            .find(|&i| self.jobs[i].spec.stonewall)
-            .unwrap_or(0);
-        self.jobs[..wall].iter().all(|j| j.phase == Phase::Done)
-    }
-
-    fn start_delay(&self, index: usize) -> Nanos {
-        let (low, high) = self.jobs[index].spec.startdelay;
-        if high <= low {
-            return low;
-        }
-        let mut rng = Rng::new(derive_seed(
-            self.seed,
-            STARTDELAY_STREAM_BASE + index as u64,
-        ));
-        low + rng.below(high - low + 1)
-    }
-
-    fn start_job(&mut self, index: usize) {
-        let now = self.now;
-        let run = &mut self.jobs[index];
-        debug_assert_eq!(run.phase, Phase::Pending);
-        run.phase = Phase::Running;
-        run.started_at = now;
-        run.measure_start = now + run.spec.ramp_time;
-        run.result.measure_start = run.measure_start;
-        run.deadline = run.spec.runtime.map(|runtime| run.measure_start + runtime);
-        if let Some(deadline) = run.deadline {
-            self.events.push(deadline, Event::JobDeadline(index as u32));
-        }
-        self.pump_job(index);
-    }
-
-    fn deadline(&mut self, index: usize) {
-        let run = &mut self.jobs[index];
-        if run.phase == Phase::Running {
-            run.phase = Phase::Draining;
-            run.staged = None;
-            if run.in_flight == 0 {
-                self.finish_job(index);
-            }
-        }
-    }
-
-    fn schedule_job_wake(&mut self, index: usize, at: Nanos) {
-        let run = &mut self.jobs[index];
-        if run.wake_at.is_some_and(|t| t <= at) {
-            return;
-        }
-        run.wake_at = Some(at);
-        self.events.push(at, Event::JobWake(index as u32));
-    }
-
-    /// Issues as much I/O as job `index` may issue now.
-    fn pump_job(&mut self, index: usize) {
-        let now = self.now;
-        loop {
-            let run = &mut self.jobs[index];
-            if run.phase != Phase::Running {
-                return;
-            }
-            if run.quiescing {
-                if run.in_flight > 0 {
-                    return;
-                }
-                run.quiescing = false;
-                let until = now + run.spec.thinktime;
-                run.thinking_until = Some(until);
-                self.schedule_job_wake(index, until);
-                return;
-            }
-            if let Some(until) = run.thinking_until {
-                if now < until {
-                    return;
-                }
-                run.thinking_until = None;
-            }
-            if run.in_flight >= run.depth {
-                return;
-            }
-            if run.spec.fsync_every > 0 && run.writes_since_flush >= run.spec.fsync_every {
-                run.writes_since_flush = 0;
-                self.issue_flush(index);
-                continue;
-            }
-            let limit_reached = run
-                .bytes_limit
-                .is_some_and(|limit| run.bytes_issued >= limit);
-            if limit_reached && run.staged.is_none() {
-                run.phase = Phase::Draining;
-                if run.in_flight == 0 {
-                    self.finish_job(index);
-                }
-                return;
-            }
-            let io = *run.staged.get_or_insert_with(|| run.generator.next_io());
-            let dir = io.dir as usize;
-            let mut allowed = now;
-            // fio's linear rate process: the n-th byte (or I/O) may go at start + n / rate.
-            // In u128 and saturating: a count of I/Os times a second passes u64 after 1.8e10
-            // I/Os, and a time past u64 is past any limit anyway.
-            let since_start = |done: u64, rate: u64| {
-                (u128::from(done) * u128::from(SECOND))
-                    .checked_div(u128::from(rate))
-                    .map(|since| u64::try_from(since).unwrap_or(u64::MAX))
-            };
-            if let Some(since) = since_start(run.rate_bytes[dir], run.spec.rate[dir]) {
-                allowed = allowed.max(run.started_at.saturating_add(since));
-            }
-            if let Some(since) = since_start(run.rate_ios[dir], run.spec.rate_iops[dir]) {
-                allowed = allowed.max(run.started_at.saturating_add(since));
-            }
-            if allowed > now {
-                self.schedule_job_wake(index, allowed);
-                return;
-            }
-            run.staged = None;
-            self.issue(index, io);
-            let run = &mut self.jobs[index];
-            if run.spec.thinktime > 0
-                && run.ios_issued % u64::from(run.spec.thinktime_blocks.max(1)) == 0
-            {
-                run.quiescing = true;
-            }
-        }
-    }
-
     fn new_request(&mut self, index: usize, op: Op, offset: u64, len: u64, sync: bool) -> Request {
         let id = RequestId(self.next_request_id);
         self.next_request_id += 1;
-        let run = &self.jobs[index];
+        let (run, own) = (&self.jobs[index], &self.own[index]);
         // io.prio.class of the job's group may change the priority (blk-ioprio).
         let prio = self
             .groups
-            .settings(run.group)
+            .settings(own.group)
             .prio_class
             .apply(run.spec.prio);
         Request::new(
-            id, op, offset, len, sync, prio, run.flow, run.group, self.now,
+            id, op, offset, len, sync, prio, own.flow, own.group, self.now,
         )
     }
 
-    fn issue(&mut self, index: usize, io: NextIo) {
+    /// Submits `io` of job `index` (the driver has counted it).
+    fn submit_io(&mut self, index: usize, io: NextIo) {
         let run = &self.jobs[index];
         let (op, sync) = match io.dir {
             DataDir::Read => (Op::Read, true),
@@ -710,28 +489,8 @@ impl Simulation {
             DataDir::Trim => (Op::Discard, true),
         };
         let request = self.new_request(index, op, io.offset, io.len, sync);
-        let now = self.now;
-        let run = &mut self.jobs[index];
-        run.in_flight += 1;
-        run.ios_issued += 1;
-        run.bytes_issued += io.len;
-        run.rate_bytes[io.dir as usize] += io.len;
-        run.rate_ios[io.dir as usize] += 1;
-        if io.dir == DataDir::Write {
-            run.writes_since_flush += 1;
-        }
-        if now >= run.measure_start {
-            run.result.iodepth_levels[iodepth_bucket(run.in_flight)] += 1;
-        }
         let record = Io {
-            job: index as u32,
-            dir: io.dir,
-            flush: false,
-            bytes: io.len,
-            offset: io.offset,
-            prio: request.prio,
-            created: now,
-            admitted: now,
+            issued: Issued::io(index, &io, request.prio, self.now),
             dispatched: 0,
             dispatch_order: 0,
         };
@@ -740,20 +499,11 @@ impl Simulation {
         self.submit(request);
     }
 
-    fn issue_flush(&mut self, index: usize) {
+    /// Submits a flush of job `index`.
+    fn submit_flush(&mut self, index: usize) {
         let request = self.new_request(index, Op::Flush, 0, 0, true);
-        let now = self.now;
-        let run = &mut self.jobs[index];
-        run.in_flight += 1;
         let record = Io {
-            job: index as u32,
-            dir: DataDir::Write,
-            flush: true,
-            bytes: 0,
-            offset: 0,
-            prio: request.prio,
-            created: now,
-            admitted: now,
+            issued: Issued::flush(index, request.prio, self.now),
             dispatched: 0,
             dispatch_order: 0,
         };
@@ -788,6 +538,7 @@ impl Simulation {
         self.ios
             .get_mut(&id)
             .expect("issued I/O is tracked")
+            .issued
             .admitted = self.now;
         Ok(())
     }
@@ -892,9 +643,9 @@ impl Simulation {
         let service = at - dispatched;
         for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
             let io = &self.ios[&id.0];
-            let run = &mut self.jobs[io.job as usize];
+            let run = &mut self.jobs[io.issued.job];
             if at >= run.result.measure_start {
-                let share = (u128::from(service) * u128::from(io.bytes.max(1))
+                let share = (u128::from(service) * u128::from(io.issued.bytes.max(1))
                     / u128::from(request.len.max(1))) as Nanos;
                 run.result.device_time += share;
             }
@@ -920,78 +671,16 @@ impl Simulation {
             trace.push(TraceEntry {
                 id,
                 op,
-                admitted: io.admitted,
+                admitted: io.issued.admitted,
                 dispatched: io.dispatched,
                 dispatch_order: io.dispatch_order,
                 completed: at,
                 carrier,
-                job: io.job,
+                job: io.issued.job as u32,
             });
         }
-        let index = io.job as usize;
-        let run = &mut self.jobs[index];
-        run.in_flight -= 1;
-        // Every I/O issued is counted, also one that completes after the job's runtime ended:
-        // fio waits for what is in flight and counts it (only the ramp is left out).
-        if at >= run.measure_start {
-            if io.flush {
-                run.result.sync.record(at - io.created);
-            } else {
-                let (slat, clat) = if run.spec.engine.is_async() {
-                    (Some(io.admitted - io.created), at - io.admitted)
-                } else {
-                    (None, at - io.created)
-                };
-                run.result.record_io(
-                    io.dir,
-                    io.bytes,
-                    io.offset,
-                    io.prio,
-                    slat,
-                    clat,
-                    at - run.measure_start,
-                );
-            }
-        }
-        match run.phase {
-            Phase::Running => self.pump_job(index),
-            Phase::Draining if run.in_flight == 0 => self.finish_job(index),
-            _ => {}
-        }
-    }
-
-    fn finish_job(&mut self, index: usize) {
-        let now = self.now;
-        let run = &mut self.jobs[index];
-        debug_assert_eq!(run.in_flight, 0);
-        if run.spec.end_fsync && !run.end_fsync_issued {
-            run.end_fsync_issued = true;
-            run.phase = Phase::Draining;
-            self.issue_flush(index);
-            return;
-        }
-        run.phase = Phase::Done;
-        // The job's time ends with its last completion, past its runtime when I/O was still in
-        // flight then, as fio's does.
-        run.ended_at = now;
-        run.result.runtime = run.ended_at.saturating_sub(run.measure_start);
-        for later in index + 1..self.jobs.len() {
-            if self.jobs[later].phase == Phase::Pending
-                && self.jobs[later].spec.stonewall
-                && self.barrier_open(later)
-            {
-                // Open this wall: it and every job up to the next wall start now.
-                let next_wall = (later + 1..self.jobs.len())
-                    .find(|&i| self.jobs[i].spec.stonewall)
-                    .unwrap_or(self.jobs.len());
-                for starting in later..next_wall {
-                    let delay = self.start_delay(starting);
-                    self.events
-                        .push(now + delay, Event::JobStart(starting as u32));
-                }
-                break;
-            }
-        }
+        self.jobs[io.issued.job].record(&io.issued, at);
+        driver::completed(self, io.issued.job, at);
     }
 
     fn report(&mut self) -> RunReport {
@@ -1029,6 +718,34 @@ impl Simulation {
             notes: self.notes.clone(),
             duration,
         }
+    }
+}
+
+impl driver::Engine for Simulation {
+    fn jobs(&mut self) -> &mut [JobState] {
+        &mut self.jobs
+    }
+
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn issue(&mut self, index: usize, io: NextIo, _now: Nanos) {
+        self.submit_io(index, io);
+    }
+
+    fn flush(&mut self, index: usize, _now: Nanos, _at_end: bool) -> u32 {
+        self.submit_flush(index);
+        1
+    }
+
+    fn timer(&mut self, at: Nanos, timer: Timer) {
+        let event = match timer {
+            Timer::Start(index) => Event::JobStart(index as u32),
+            Timer::Deadline(index) => Event::JobDeadline(index as u32),
+            Timer::Wake(index) => Event::JobWake(index as u32),
+        };
+        self.events.push(at, event);
     }
 }
 

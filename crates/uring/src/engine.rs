@@ -39,11 +39,12 @@ use iosched_core::{
     elevator::default_nr_requests, policies, time::SECOND, Elevator, FlowId, GroupId, Groups,
     Nanos, Op, Policy, Request, RequestId,
 };
+use iosched_fio::driver::{self, Issued, JobState, Phase, Timer};
 use iosched_fio::random::{derive_seed, mix64, Rng};
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
 use iosched_fio::stats::iodepth_bucket;
 use iosched_fio::workload::{Generator, NextIo};
-use iosched_fio::{BlockSize, DataDir, JobResult, JobSpec, Parameter, RunReport, RwMode};
+use iosched_fio::{BlockSize, DataDir, JobSpec, Parameter, RunReport, RwMode};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,10 +52,6 @@ use std::sync::Arc;
 
 /// Default most commands in flight on the device at once.
 pub const DEFAULT_DEVICE_DEPTH: u32 = 32;
-
-/// Seed streams for start delays are offset so they never share a job's I/O stream (as in the
-/// simulator, so that one seed draws the same start delays in both engines).
-const STARTDELAY_STREAM_BASE: u64 = 1 << 32;
 
 /// Most errors reported one by one for a job; later ones are counted.
 const ERRORS_PER_JOB: u64 = 8;
@@ -220,34 +217,13 @@ fn check_job(job: &JobSpec) -> Result<(), UringError> {
     Ok(())
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Waiting for its start time or for a stonewall.
-    Pending,
-    /// Issuing I/O.
-    Running,
-    /// Issues nothing more; waits for its I/O in flight.
-    Draining,
-    /// Reading back and checking what it wrote (`verify` with `do_verify`).
-    Verifying,
-    /// Finished.
-    Done,
-}
-
-/// An I/O a job issued, from creation to completion.
+/// An I/O a job issued, from creation to completion: what the driver counts, and where its
+/// data is.
 #[derive(Clone, Copy, Debug)]
 struct Io {
-    job: usize,
-    dir: DataDir,
-    flush: bool,
+    issued: Issued,
     /// Index in the job's files.
     file: usize,
-    /// Offset in the file.
-    offset: u64,
-    bytes: u64,
-    prio: iosched_core::IoPrio,
-    created: Nanos,
-    admitted: Nanos,
     /// Index in the job's buffers.
     buffer: Option<usize>,
     /// What to check in the data read.
@@ -282,32 +258,11 @@ struct VerifyState {
     failures: u64,
 }
 
-struct JobRun {
-    spec: JobSpec,
+/// What the real engine keeps of a job besides its life ([`JobState`]).
+struct UringJob {
     flow: FlowId,
     group: GroupId,
-    phase: Phase,
-    depth: u32,
-    generator: Generator,
-    /// The next I/O, drawn but held back by a rate limit.
-    staged: Option<NextIo>,
-    in_flight: u32,
-    start_at: Option<Nanos>,
-    started_at: Nanos,
-    measure_start: Nanos,
-    deadline: Option<Nanos>,
-    bytes_limit: Option<u64>,
-    bytes_issued: u64,
-    ios_issued: u64,
-    rate_bytes: [u64; 3],
-    rate_ios: [u64; 3],
-    wake_at: Option<Nanos>,
-    /// Waiting for every I/O in flight to complete before thinking (fio's `io_u_quiesce`).
-    quiescing: bool,
-    thinking_until: Option<Nanos>,
-    writes_since_flush: u32,
     last_write_file: usize,
-    end_fsync_issued: bool,
     files: Vec<JobFile>,
     buffers: Vec<AlignedBuf>,
     free: Vec<usize>,
@@ -316,99 +271,61 @@ struct JobRun {
     /// The job met an error and stopped issuing.
     failed: bool,
     error_count: u64,
-    result: JobResult,
 }
 
-impl JobRun {
-    fn new(
-        seed: u64,
-        index: usize,
-        spec: &JobSpec,
-        files: &[JobFile],
-        groups: &mut Groups,
-    ) -> Result<Self, UringError> {
-        let group = groups
-            .intern(&spec.cgroup)
-            .map_err(|e| UringError::job(spec, e))?;
-        let stream_seed = match spec.randseed {
-            Some(randseed) => derive_seed(randseed, u64::from(spec.clone)),
-            None => derive_seed(seed, index as u64),
-        };
-        let regions: Vec<_> = files.iter().map(|f| f.region).collect();
-        let region_bytes: u64 = regions.iter().map(|r| r.len).sum();
-        let bytes_limit = if spec.time_based {
-            None
-        } else {
-            Some(
-                spec.io_size
-                    .unwrap_or(region_bytes.saturating_mul(u64::from(spec.loops.max(1)))),
-            )
-        };
-        let depth = if spec.engine.is_async() {
-            spec.iodepth.max(1)
-        } else {
-            1
-        };
-        let buffer_len = spec.bs.iter().map(BlockSize::max).max().unwrap_or(4096) as usize;
-        let buffers = (0..depth)
-            .map(|slot| files::random_buffer(buffer_len, stream_seed ^ u64::from(slot)))
-            .collect();
-        Ok(JobRun {
-            spec: {
-                // io.prio.class of the job's group changes its priority (blk-ioprio).
-                let mut spec = spec.clone();
-                spec.prio = groups.settings(group).prio_class.apply(spec.prio);
-                spec
-            },
-            flow: FlowId(index as u32),
-            group,
-            phase: Phase::Pending,
-            depth,
-            generator: Generator::new(spec, &regions, Rng::new(stream_seed)),
-            staged: None,
-            in_flight: 0,
-            start_at: None,
-            started_at: 0,
-            measure_start: 0,
-            deadline: None,
-            bytes_limit,
-            bytes_issued: 0,
-            ios_issued: 0,
-            rate_bytes: [0; 3],
-            rate_ios: [0; 3],
-            wake_at: None,
-            quiescing: false,
-            thinking_until: None,
-            writes_since_flush: 0,
-            last_write_file: 0,
-            end_fsync_issued: false,
-            files: files.to_vec(),
-            buffers,
-            free: (0..depth as usize).rev().collect(),
-            verify: spec.verify.as_ref().map(|verify| VerifyState {
-                read_back: verify.do_verify && spec.writes(),
-                written: BTreeMap::new(),
-                seed: mix64(stream_seed ^ 0x7665_7269_6679),
-                writes: 0,
-                queue: Vec::new(),
-                next: 0,
-                started: false,
-                failures: 0,
-            }),
-            failed: false,
-            error_count: 0,
-            result: JobResult::for_job(spec, index as u32 + 1),
-        })
-    }
-
-    fn wake_at(&mut self, at: Nanos) {
-        self.wake_at = Some(self.wake_at.map_or(at, |w| w.min(at)));
-    }
+/// Job `index`'s life and the real engine's part of it.
+fn job_run(
+    seed: u64,
+    index: usize,
+    spec: &JobSpec,
+    files: &[JobFile],
+    groups: &mut Groups,
+) -> Result<(JobState, UringJob), UringError> {
+    let group = groups
+        .intern(&spec.cgroup)
+        .map_err(|e| UringError::job(spec, e))?;
+    let stream_seed = match spec.randseed {
+        Some(randseed) => derive_seed(randseed, u64::from(spec.clone)),
+        None => derive_seed(seed, index as u64),
+    };
+    let regions: Vec<_> = files.iter().map(|f| f.region).collect();
+    let region_bytes: u64 = regions.iter().map(|r| r.len).sum();
+    let generator = Generator::new(spec, &regions, Rng::new(stream_seed));
+    // io.prio.class of the job's group changes its priority (blk-ioprio).
+    let mut own_spec = spec.clone();
+    own_spec.prio = groups.settings(group).prio_class.apply(spec.prio);
+    let state = JobState::new(own_spec, index, generator, region_bytes);
+    let buffer_len = spec.bs.iter().map(BlockSize::max).max().unwrap_or(4096) as usize;
+    let buffers = (0..state.depth)
+        .map(|slot| files::random_buffer(buffer_len, stream_seed ^ u64::from(slot)))
+        .collect();
+    let own = UringJob {
+        flow: FlowId(index as u32),
+        group,
+        last_write_file: 0,
+        files: files.to_vec(),
+        buffers,
+        free: (0..state.depth as usize).rev().collect(),
+        verify: spec.verify.as_ref().map(|verify| VerifyState {
+            read_back: verify.do_verify && spec.writes(),
+            written: BTreeMap::new(),
+            seed: mix64(stream_seed ^ 0x7665_7269_6679),
+            writes: 0,
+            queue: Vec::new(),
+            next: 0,
+            started: false,
+            failures: 0,
+        }),
+        failed: false,
+        error_count: 0,
+    };
+    Ok((state, own))
 }
 
 struct Engine {
     core: Core,
-    jobs: Vec<JobRun>,
+    jobs: Vec<JobState>,
+    own: Vec<UringJob>,
     ios: IdMap<Io>,
     next_id: u64,
     files: Files,
@@ -457,14 +374,11 @@ impl Engine {
             .apply(&config.group_settings)
             .map_err(UringError::new)?;
         let mut jobs = Vec::with_capacity(file.jobs.len());
+        let mut own = Vec::with_capacity(file.jobs.len());
         for (index, spec) in file.jobs.iter().enumerate() {
-            jobs.push(JobRun::new(
-                config.seed,
-                index,
-                spec,
-                &files.jobs[index],
-                &mut groups,
-            )?);
+            let (job, uring) = job_run(config.seed, index, spec, &files.jobs[index], &mut groups)?;
+            jobs.push(job);
+            own.push(uring);
         }
         elevator.set_groups(&groups);
         let core = Core::new(elevator, depth)?;
@@ -479,6 +393,7 @@ impl Engine {
         Ok(Engine {
             core,
             jobs,
+            own,
             ios: IdMap::default(),
             next_id: 0,
             files,
@@ -493,7 +408,7 @@ impl Engine {
     }
 
     fn run(mut self) -> Result<Outcome, UringError> {
-        self.schedule_starts(0);
+        driver::start_all(&mut self, 0);
         let mut admitted = Vec::new();
         let mut finished: Vec<Finished> = Vec::new();
         loop {
@@ -506,16 +421,16 @@ impl Engine {
             }
             self.timers(now);
             for index in 0..self.jobs.len() {
-                self.pump(index, now);
+                driver::pump(&mut self, index, now);
             }
             self.core.admit_blocked(now, &mut admitted);
             for id in admitted.drain(..) {
                 if let Some(io) = self.ios.get_mut(&id.0) {
-                    io.admitted = now;
+                    io.issued.admitted = now;
                 }
             }
-            let (ios, jobs) = (&self.ios, &self.jobs);
-            self.core.dispatch(now, |id| target(ios, jobs, id))?;
+            let (ios, own) = (&self.ios, &self.own);
+            self.core.dispatch(now, |id| target(ios, own, id))?;
             let all_done = self.jobs.iter().all(|run| run.phase == Phase::Done);
             if all_done && self.core.idle() {
                 break;
@@ -547,15 +462,12 @@ impl Engine {
                 Phase::Pending => {
                     run.phase = Phase::Done;
                     run.start_at = None;
-                    run.result.finish(0);
+                    run.result.runtime = 0;
                 }
                 Phase::Running | Phase::Verifying => {
-                    run.phase = Phase::Draining;
-                    run.staged = None;
-                    run.quiescing = false;
-                    run.thinking_until = None;
+                    run.stop_issuing();
                     if run.in_flight == 0 {
-                        self.finish_job(index, now);
+                        driver::finish(self, index, now);
                     }
                 }
                 Phase::Draining | Phase::Done => {}
@@ -563,55 +475,20 @@ impl Engine {
         }
     }
 
-    fn schedule_starts(&mut self, now: Nanos) {
-        for index in 0..self.jobs.len() {
-            if self.barrier_open(index) {
-                let delay = self.start_delay(index);
-                self.jobs[index].start_at = Some(now + delay);
-            }
-        }
-    }
-
-    /// Whether every job before the last stonewall at or before `index` is done.
-    fn barrier_open(&self, index: usize) -> bool {
-        let wall = (1..=index)
-            .rev()
-            .find(|&i| self.jobs[i].spec.stonewall)
-            .unwrap_or(0);
-        self.jobs[..wall].iter().all(|j| j.phase == Phase::Done)
-    }
-
-    fn start_delay(&self, index: usize) -> Nanos {
-        let (low, high) = self.jobs[index].spec.startdelay;
-        if high <= low {
-            return low;
-        }
-        let mut rng = Rng::new(derive_seed(
-            self.seed,
-            STARTDELAY_STREAM_BASE + index as u64,
-        ));
-        low + rng.below(high - low + 1)
-    }
-
+    /// Calls the driver back for every time that has come: starts, runtimes' ends, wakes.
     fn timers(&mut self, now: Nanos) {
         for index in 0..self.jobs.len() {
             let run = &mut self.jobs[index];
             if run.wake_at.is_some_and(|at| at <= now) {
+                // Every job is pumped after the timers: the wake only has to end.
                 run.wake_at = None;
             }
             match run.phase {
                 Phase::Pending if run.start_at.is_some_and(|at| at <= now) => {
-                    self.start_job(index, now)
+                    driver::start(self, index, now)
                 }
                 Phase::Running if run.deadline.is_some_and(|at| at <= now) => {
-                    run.phase = Phase::Draining;
-                    run.staged = None;
-                    if run.in_flight == 0 {
-                        self.finish_job(index, now);
-                        if self.jobs[index].phase == Phase::Verifying {
-                            self.pump_verify(index, now);
-                        }
-                    }
+                    driver::deadline(self, index, now)
                 }
                 _ => {}
             }
@@ -634,100 +511,17 @@ impl Engine {
             .min()
     }
 
-    fn start_job(&mut self, index: usize, now: Nanos) {
-        let run = &mut self.jobs[index];
-        run.phase = Phase::Running;
-        run.start_at = None;
-        run.started_at = now;
-        run.measure_start = now + run.spec.ramp_time;
-        run.result.measure_start = run.measure_start;
-        run.deadline = run.spec.runtime.map(|runtime| run.measure_start + runtime);
-    }
-
-    /// Issues as much I/O as job `index` may issue now.
-    fn pump(&mut self, index: usize, now: Nanos) {
-        if self.jobs[index].phase == Phase::Verifying {
-            self.pump_verify(index, now);
-            return;
-        }
-        loop {
-            let run = &mut self.jobs[index];
-            if run.phase != Phase::Running {
-                return;
-            }
-            if run.quiescing {
-                if run.in_flight > 0 {
-                    return;
-                }
-                run.quiescing = false;
-                run.thinking_until = Some(now + run.spec.thinktime);
-                return;
-            }
-            if let Some(until) = run.thinking_until {
-                if now < until {
-                    return;
-                }
-                run.thinking_until = None;
-            }
-            if run.in_flight >= run.depth {
-                return;
-            }
-            if run.spec.fsync_every > 0 && run.writes_since_flush >= run.spec.fsync_every {
-                run.writes_since_flush = 0;
-                let file = run.last_write_file;
-                self.issue_flush(index, file, now);
-                continue;
-            }
-            let limit_reached = run
-                .bytes_limit
-                .is_some_and(|limit| run.bytes_issued >= limit);
-            if limit_reached && run.staged.is_none() {
-                run.phase = Phase::Draining;
-                if run.in_flight == 0 {
-                    self.finish_job(index, now);
-                    // A verify job goes straight on to its read-back: nothing else would wake
-                    // it before the loop's check for a stall.
-                    if self.jobs[index].phase == Phase::Verifying {
-                        self.pump_verify(index, now);
-                    }
-                }
-                return;
-            }
-            let io = *run.staged.get_or_insert_with(|| run.generator.next_io());
-            let dir = io.dir as usize;
-            let mut allowed = now;
-            // fio's linear rate process: the n-th byte (or I/O) may go at start + n / rate.
-            if let Some(since) = (u128::from(run.rate_bytes[dir]) * u128::from(SECOND))
-                .checked_div(u128::from(run.spec.rate[dir]))
-            {
-                allowed = allowed.max(run.started_at + since as Nanos);
-            }
-            if let Some(since) = (run.rate_ios[dir] * SECOND).checked_div(run.spec.rate_iops[dir]) {
-                allowed = allowed.max(run.started_at + since);
-            }
-            if allowed > now {
-                run.wake_at(allowed);
-                return;
-            }
-            run.staged = None;
-            self.issue(index, io, now);
-            let run = &mut self.jobs[index];
-            if run.spec.thinktime > 0
-                && run.ios_issued % u64::from(run.spec.thinktime_blocks.max(1)) == 0
-            {
-                run.quiescing = true;
-            }
-        }
-    }
-
     /// Issues read-backs of what job `index` wrote, and ends the job when all are checked.
     fn pump_verify(&mut self, index: usize, now: Nanos) {
         loop {
-            let run = &mut self.jobs[index];
-            let state = run.verify.as_mut().expect("a verifying job verifies");
+            let (run, own) = (&mut self.jobs[index], &mut self.own[index]);
+            if run.phase != Phase::Verifying {
+                return;
+            }
+            let state = own.verify.as_mut().expect("a verifying job verifies");
             if state.next == state.queue.len() {
                 if run.in_flight == 0 {
-                    self.finish_job(index, now);
+                    driver::finish(self, index, now);
                 }
                 return;
             }
@@ -742,6 +536,7 @@ impl Engine {
                 len,
                 file,
             };
+            self.jobs[index].in_flight += 1;
             self.issue_checked(index, io, now, Check::Written(seed));
         }
     }
@@ -752,34 +547,39 @@ impl Engine {
         id
     }
 
-    fn issue(&mut self, index: usize, io: NextIo, now: Nanos) {
-        let check = match (&self.jobs[index].verify, io.dir) {
+    /// Submits `io` of job `index` (the driver has counted it).
+    fn submit_io(&mut self, index: usize, io: NextIo, now: Nanos) {
+        let check = match (&self.own[index].verify, io.dir) {
             (Some(_), DataDir::Read) => Check::Header,
             _ => Check::None,
         };
         self.issue_checked(index, io, now, check);
     }
 
+    /// Submits `io` of job `index`, to check as `check` when it completes.
     fn issue_checked(&mut self, index: usize, io: NextIo, now: Nanos, check: Check) {
         let id = self.new_id();
-        let run = &mut self.jobs[index];
+        let (run, own) = (&mut self.jobs[index], &mut self.own[index]);
         let (op, sync) = match io.dir {
             DataDir::Read => (Op::Read, true),
             // O_DIRECT and O_SYNC writes are synchronous (REQ_SYNC); buffered writeback is not.
             DataDir::Write => (Op::Write, run.spec.direct || run.spec.sync_writes),
             DataDir::Trim => unreachable!("trims are refused before the run"),
         };
-        let buffer = run
+        let buffer = own
             .free
             .pop()
             .expect("a job has a buffer for each I/O it may have in flight");
-        if let (Some(state), DataDir::Write) = (&mut run.verify, io.dir) {
+        if let (Some(state), DataDir::Write) = (&mut own.verify, io.dir) {
             state.writes += 1;
             let seed = mix64(state.seed ^ state.writes);
-            verify::fill(&mut run.buffers[buffer][..io.len as usize], io.offset, seed);
+            verify::fill(&mut own.buffers[buffer][..io.len as usize], io.offset, seed);
             state.written.insert((io.file, io.offset), (io.len, seed));
         }
-        let address = self.files.files[run.files[io.file].file].base + io.offset;
+        if io.dir == DataDir::Write {
+            own.last_write_file = io.file;
+        }
+        let address = self.files.files[own.files[io.file].file].base + io.offset;
         let request = Request::new(
             id,
             op,
@@ -787,34 +587,19 @@ impl Engine {
             io.len,
             sync,
             run.spec.prio,
-            run.flow,
-            run.group,
+            own.flow,
+            own.group,
             now,
         );
-        run.in_flight += 1;
-        run.ios_issued += 1;
-        run.bytes_issued += io.len;
-        run.rate_bytes[io.dir as usize] += io.len;
-        run.rate_ios[io.dir as usize] += 1;
-        if io.dir == DataDir::Write {
-            run.writes_since_flush += 1;
-            run.last_write_file = io.file;
-        }
-        if now >= run.measure_start {
+        if run.phase == Phase::Verifying && now >= run.measure_start {
+            // The driver counts the depth of the jobs' own I/O; the read-back's is counted here.
             run.result.iodepth_levels[iodepth_bucket(run.in_flight)] += 1;
         }
         self.ios.insert(
             id.0,
             Io {
-                job: index,
-                dir: io.dir,
-                flush: false,
+                issued: Issued::io(index, &io, run.spec.prio, now),
                 file: io.file,
-                offset: io.offset,
-                bytes: io.len,
-                prio: run.spec.prio,
-                created: now,
-                admitted: now,
                 buffer: Some(buffer),
                 check,
             },
@@ -823,10 +608,11 @@ impl Engine {
         self.core.submit(request, now);
     }
 
+    /// Submits a flush of job `index`'s file `file`.
     fn issue_flush(&mut self, index: usize, file: usize, now: Nanos) {
         let id = self.new_id();
-        let run = &mut self.jobs[index];
-        let address = self.files.files[run.files[file].file].base;
+        let (run, own) = (&self.jobs[index], &self.own[index]);
+        let address = self.files.files[own.files[file].file].base;
         let request = Request::new(
             id,
             Op::Flush,
@@ -834,23 +620,15 @@ impl Engine {
             0,
             true,
             run.spec.prio,
-            run.flow,
-            run.group,
+            own.flow,
+            own.group,
             now,
         );
-        run.in_flight += 1;
         self.ios.insert(
             id.0,
             Io {
-                job: index,
-                dir: DataDir::Write,
-                flush: true,
+                issued: Issued::flush(index, run.spec.prio, now),
                 file,
-                offset: 0,
-                bytes: 0,
-                prio: run.spec.prio,
-                created: now,
-                admitted: now,
                 buffer: None,
                 check: Check::None,
             },
@@ -875,61 +653,46 @@ impl Engine {
             .error
             .and_then(|(failure, offset)| own_failure(&io, failure, offset));
         if let Some((failure, offset)) = error {
-            let op = if io.flush { Op::Flush } else { done.request.op };
+            let op = if io.issued.flush {
+                Op::Flush
+            } else {
+                done.request.op
+            };
             let message = match offset {
                 Some(offset) => format!("{} at byte offset {offset}", failure.describe(op)),
                 None => failure.describe(op),
             };
-            self.job_error(io.job, io.file, offset, failure.errno(), message, true);
+            self.job_error(
+                io.issued.job,
+                io.file,
+                offset,
+                failure.errno(),
+                message,
+                true,
+            );
         } else if io.check != Check::None {
             self.check(&io);
         }
-        let run = &mut self.jobs[io.job];
-        run.in_flight -= 1;
+        let job = io.issued.job;
         if let Some(buffer) = io.buffer {
-            run.free.push(buffer);
+            self.own[job].free.push(buffer);
         }
-        // Every I/O issued is counted, also one that completes after the job's runtime ended
-        // (fio waits for what is in flight and counts it; a stalled device must show as a
-        // long latency, not vanish from the statistics). Only the ramp is left out.
-        if error.is_none() && at >= run.measure_start {
-            if io.flush {
-                run.result.sync.record(at - io.created);
-            } else {
-                let (slat, clat) = if run.spec.engine.is_async() {
-                    (Some(io.admitted - io.created), at - io.admitted)
-                } else {
-                    (None, at - io.created)
-                };
-                run.result.record_io(
-                    io.dir,
-                    io.bytes,
-                    io.offset,
-                    io.prio,
-                    slat,
-                    clat,
-                    at - run.measure_start,
-                );
-                if done.short {
-                    run.result.dirs[io.dir as usize].short_ios += 1;
-                }
-            }
+        if error.is_none() && self.jobs[job].record(&io.issued, at) && done.short {
+            self.jobs[job].result.dirs[io.issued.dir as usize].short_ios += 1;
         }
-        if run.phase == Phase::Draining && run.in_flight == 0 {
-            self.finish_job(io.job, at);
-        }
+        driver::completed(self, job, at);
     }
 
     /// Checks the data `io` read against its verify header.
     fn check(&mut self, io: &Io) {
-        let run = &mut self.jobs[io.job];
+        let run = &mut self.own[io.issued.job];
         let buffer = io.buffer.expect("a checked read has a buffer");
         let expected = match io.check {
             Check::Written(seed) => Some(seed),
             _ => None,
         };
-        let data = &run.buffers[buffer][..io.bytes as usize];
-        let Err(mismatch) = verify::check(data, io.offset, expected) else {
+        let data = &run.buffers[buffer][..io.issued.bytes as usize];
+        let Err(mismatch) = verify::check(data, io.issued.offset, expected) else {
             return;
         };
         if let Some(state) = &mut run.verify {
@@ -937,11 +700,11 @@ impl Engine {
         }
         let message = format!(
             "verify=crc32c failed at byte offset {} (in the {}-byte block at offset {}): {}",
-            mismatch.at, io.bytes, io.offset, mismatch.what
+            mismatch.at, io.issued.bytes, io.issued.offset, mismatch.what
         );
         // fio checks every block before failing the job (verify_fatal=0).
         self.job_error(
-            io.job,
+            io.issued.job,
             io.file,
             Some(mismatch.at),
             libc::EILSEQ,
@@ -961,22 +724,21 @@ impl Engine {
         message: String,
         stop: bool,
     ) {
-        let name = self.files.files[self.jobs[index].files[file].file]
+        let name = self.files.files[self.own[index].files[file].file]
             .name
             .clone();
-        let run = &mut self.jobs[index];
+        let (run, own) = (&mut self.jobs[index], &mut self.own[index]);
         if run.result.error == 0 {
             run.result.error = errno;
         }
-        run.error_count += 1;
+        own.error_count += 1;
         if stop {
-            run.failed = true;
+            own.failed = true;
             if matches!(run.phase, Phase::Running | Phase::Verifying) {
-                run.phase = Phase::Draining;
-                run.staged = None;
+                run.drain();
             }
         }
-        if run.error_count <= ERRORS_PER_JOB {
+        if own.error_count <= ERRORS_PER_JOB {
             self.errors.push(JobError {
                 job: index,
                 job_name: job_prefix(&run.spec),
@@ -985,49 +747,6 @@ impl Engine {
                 errno,
                 message,
             });
-        }
-    }
-
-    fn finish_job(&mut self, index: usize, now: Nanos) {
-        let run = &mut self.jobs[index];
-        debug_assert_eq!(run.in_flight, 0);
-        let stopped = self.stopped_by.is_some();
-        if run.spec.end_fsync && !run.end_fsync_issued && !run.failed && !stopped {
-            run.end_fsync_issued = true;
-            run.phase = Phase::Draining;
-            for file in 0..run.files.len() {
-                self.issue_flush(index, file, now);
-            }
-            return;
-        }
-        if let Some(state) = &mut run.verify {
-            if state.read_back && !state.started && !run.failed && !stopped {
-                state.started = true;
-                state.queue = std::mem::take(&mut state.written).into_iter().collect();
-                run.phase = Phase::Verifying;
-                return;
-            }
-        }
-        run.phase = Phase::Done;
-        // The job's time ends with its last completion, past its runtime when I/O was still
-        // in flight then, as fio's does.
-        run.result.finish(now.saturating_sub(run.measure_start));
-        for later in index + 1..self.jobs.len() {
-            if self.jobs[later].phase == Phase::Pending
-                && self.jobs[later].start_at.is_none()
-                && self.jobs[later].spec.stonewall
-                && self.barrier_open(later)
-            {
-                // Open this wall: it and every job up to the next wall start now.
-                let next_wall = (later + 1..self.jobs.len())
-                    .find(|&i| self.jobs[i].spec.stonewall)
-                    .unwrap_or(self.jobs.len());
-                for starting in later..next_wall {
-                    let delay = self.start_delay(starting);
-                    self.jobs[starting].start_at = Some(now + delay);
-                }
-                break;
-            }
         }
     }
 
@@ -1070,8 +789,8 @@ impl Engine {
         ));
         let mut notes = std::mem::take(&mut self.notes);
         notes.extend(self.core.warnings.iter().cloned());
-        for run in &self.jobs {
-            if let Some(state) = &run.verify {
+        for (run, own) in self.jobs.iter().zip(&self.own) {
+            if let Some(state) = &own.verify {
                 let outcome = match (state.started, state.failures) {
                     (true, 0) => format!("all {} read back and verified", state.queue.len()),
                     (true, n) => format!("{n} of {} read back did not verify", state.queue.len()),
@@ -1087,11 +806,11 @@ impl Engine {
                     state.writes,
                 ));
             }
-            if run.error_count > ERRORS_PER_JOB {
+            if own.error_count > ERRORS_PER_JOB {
                 notes.push(format!(
                     "{}{} more errors not listed",
                     job_prefix(&run.spec),
-                    run.error_count - ERRORS_PER_JOB
+                    own.error_count - ERRORS_PER_JOB
                 ));
             }
         }
@@ -1114,7 +833,16 @@ impl Engine {
             tunables: tunable_parameters(&self.core.elevator),
             device: device.clone(),
             device_parameters,
-            jobs: self.jobs.iter().map(|run| run.result.clone()).collect(),
+            jobs: self
+                .jobs
+                .iter()
+                .map(|run| {
+                    // The job's time ends with its last completion (set by the driver).
+                    let mut result = run.result.clone();
+                    result.finish(result.runtime);
+                    result
+                })
+                .collect(),
             disk: self.core.disk.util(&device, duration),
             device_counters: counters,
             notes,
@@ -1130,11 +858,68 @@ impl Engine {
     }
 }
 
+impl driver::Engine for Engine {
+    fn jobs(&mut self) -> &mut [JobState] {
+        &mut self.jobs
+    }
+
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn issue(&mut self, index: usize, io: NextIo, now: Nanos) {
+        self.submit_io(index, io, now);
+    }
+
+    fn flush(&mut self, index: usize, now: Nanos, at_end: bool) -> u32 {
+        if at_end {
+            // end_fsync flushes every file of the job.
+            let files = self.own[index].files.len();
+            for file in 0..files {
+                self.issue_flush(index, file, now);
+            }
+            files as u32
+        } else {
+            // fsync= flushes the file last written.
+            let file = self.own[index].last_write_file;
+            self.issue_flush(index, file, now);
+            1
+        }
+    }
+
+    /// The loop polls the jobs' times (`timers`, `next_timer`): nothing to set.
+    fn timer(&mut self, _at: Nanos, _timer: Timer) {}
+
+    fn may_go_on(&self, index: usize) -> bool {
+        !self.own[index].failed && self.stopped_by.is_none()
+    }
+
+    /// The verify read-back (`do_verify`), once the writes are done.
+    fn finishing(&mut self, index: usize, now: Nanos) -> bool {
+        let Some(state) = &mut self.own[index].verify else {
+            return false;
+        };
+        if !state.read_back || state.started {
+            return false;
+        }
+        state.started = true;
+        state.queue = std::mem::take(&mut state.written).into_iter().collect();
+        self.jobs[index].phase = Phase::Verifying;
+        self.pump_verify(index, now);
+        true
+    }
+
+    fn pump_own(&mut self, index: usize, now: Nanos) {
+        self.pump_verify(index, now);
+    }
+}
+
 /// The part of a failed command's error that concerns one original I/O in it. A command that
 /// carries several (merged) failed from file offset `offset` on: an I/O that ends before it was
 /// transferred in full (an earlier short transfer) and is not in error, one that starts after
 /// it failed at its own first byte, so each reports its own offset.
 fn own_failure(io: &Io, failure: Failure, offset: u64) -> Option<(Failure, Option<u64>)> {
+    let io = &io.issued;
     if io.flush {
         return Some((failure, None));
     }
@@ -1154,9 +939,9 @@ pub fn signal_name(signal: i32) -> String {
 }
 
 /// Where request `id`'s data is.
-fn target(ios: &IdMap<Io>, jobs: &[JobRun], id: RequestId) -> Target {
+fn target(ios: &IdMap<Io>, jobs: &[UringJob], id: RequestId) -> Target {
     let io = &ios[&id.0];
-    let run = &jobs[io.job];
+    let run = &jobs[io.issued.job];
     let file = &run.files[io.file];
     Target {
         fd: file.fd,
@@ -1164,8 +949,8 @@ fn target(ios: &IdMap<Io>, jobs: &[JobRun], id: RequestId) -> Target {
         buf: io
             .buffer
             .map_or(std::ptr::null_mut(), |b| run.buffers[b].raw()),
-        offset: io.offset,
-        len: io.bytes,
+        offset: io.issued.offset,
+        len: io.issued.bytes,
     }
 }
 
@@ -1193,7 +978,7 @@ mod tests {
         let mut engine = Engine::prepare(&UringConfig::default(), &file, policy, None).unwrap();
         // Swap the writer's descriptor for a read-only one: every write fails with EBADF.
         let read_only = std::fs::File::open(&path).unwrap();
-        engine.jobs[0].files[0].fd = read_only.as_raw_fd();
+        engine.own[0].files[0].fd = read_only.as_raw_fd();
         let outcome = engine.run().unwrap();
         assert_eq!(outcome.issued, outcome.completed);
         assert!(!outcome.ok());
@@ -1236,7 +1021,7 @@ mod tests {
         );
         let mut engine = prepare_job(&text, &UringConfig::default());
         let read_only = std::fs::File::open(&path).unwrap();
-        engine.jobs[0].files[0].fd = read_only.as_raw_fd();
+        engine.own[0].files[0].fd = read_only.as_raw_fd();
         let outcome = engine.run().unwrap();
         assert_eq!(outcome.issued, outcome.completed);
         assert!(outcome
@@ -1250,16 +1035,19 @@ mod tests {
         offsets.dedup();
         assert_eq!(offsets, (0..8).map(|i| i * 4096).collect::<Vec<_>>());
 
-        let io = |offset, bytes| Io {
-            job: 0,
-            dir: DataDir::Write,
-            flush: false,
+        let io = |offset, len| Io {
+            issued: Issued::io(
+                0,
+                &NextIo {
+                    dir: DataDir::Write,
+                    offset,
+                    len,
+                    file: 0,
+                },
+                iosched_core::IoPrio::default(),
+                0,
+            ),
             file: 0,
-            offset,
-            bytes,
-            prio: iosched_core::IoPrio::default(),
-            created: 0,
-            admitted: 0,
             buffer: None,
             check: Check::None,
         };
@@ -1299,7 +1087,7 @@ mod tests {
                 std::fs::File::from_raw_fd(fds[1]),
             )
         };
-        engine.jobs[0].files[0].fd = reader.as_raw_fd();
+        engine.own[0].files[0].fd = reader.as_raw_fd();
         let stall = std::time::Duration::from_millis(1500);
         let feeder = std::thread::spawn(move || {
             use std::io::Write;

@@ -1,0 +1,743 @@
+//! fio's job lifecycle, written once for every engine: when a job starts (`startdelay`, the
+//! `stonewall` barriers), what it may issue and when (`iodepth`, `rate`, `rate_iops`,
+//! `thinktime`, `fsync`, `size`/`io_size`/`loops`, `runtime`, `ramp_time`), how it ends
+//! (`end_fsync`, the last completion), and what it counts (latencies past the ramp, I/O depths).
+//!
+//! The simulator (virtual time) and the real engine (wall time) implement [`Engine`]: they
+//! submit what the driver decides, call it back at the times it asks for, and tell it of each
+//! completion. Everything fio decides is here, so the two engines cannot drift apart, and the
+//! page cache, writeback and stacked devices to come are built once, above this driver.
+//!
+//! ```text
+//!            start_all ──► Engine::timer(Start)         (each job of the first phase)
+//!  timer(Start) ─► start ──► pump ──► Engine::issue / Engine::flush
+//!  timer(Wake)  ─► wake  ──► pump        (rate and think time ask for a wake)
+//!  timer(Deadline) ─► deadline ──► Draining ──► finish when nothing is in flight
+//!  completion ──► completed ──► record, pump, or finish ──► end_fsync, Engine::finishing,
+//!                                                          Done, the next phase's starts
+//! ```
+//!
+//! Time is a parameter (`now`), as in the policies: the driver reads no clock.
+
+use crate::job::JobSpec;
+use crate::random::{derive_seed, Rng};
+use crate::stats::{iodepth_bucket, JobResult};
+use crate::workload::{Generator, NextIo};
+use crate::DataDir;
+use iosched_core::{IoPrio, Nanos};
+
+const SECOND: Nanos = 1_000_000_000;
+
+/// Seed streams for start delays are offset so they never share a job's I/O stream.
+pub const STARTDELAY_STREAM_BASE: u64 = 1 << 32;
+
+/// Where a job is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for its start time or for a stonewall.
+    Pending,
+    /// Issuing I/O.
+    Running,
+    /// Issues nothing more; waits for its I/O in flight.
+    Draining,
+    /// In a last phase of the engine's own (the real engine's verify read-back).
+    Verifying,
+    /// Finished.
+    Done,
+}
+
+/// A time at which the engine calls the driver back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timer {
+    /// Job `index` starts ([`start`]).
+    Start(usize),
+    /// Job `index`'s runtime ends ([`deadline`]).
+    Deadline(usize),
+    /// Job `index` may issue again after a rate limit or think time ([`wake`]).
+    Wake(usize),
+}
+
+/// One job's state in its life.
+pub struct JobState {
+    /// The job as the job file describes it (its priority as its group sets it).
+    pub spec: JobSpec,
+    /// Where it is.
+    pub phase: Phase,
+    /// Most I/Os in flight: `iodepth` for an asynchronous engine, else 1.
+    pub depth: u32,
+    /// Draws its I/O.
+    pub generator: Generator,
+    /// The next I/O, drawn but held back by a rate limit.
+    staged: Option<NextIo>,
+    /// I/Os (and flushes) issued and not completed.
+    pub in_flight: u32,
+    /// When it is to start, once known.
+    pub start_at: Option<Nanos>,
+    /// When it started.
+    pub started_at: Nanos,
+    /// When its ramp ends and counting begins.
+    pub measure_start: Nanos,
+    /// When its runtime ends, if it has one.
+    pub deadline: Option<Nanos>,
+    /// Bytes to issue, unless time-based.
+    bytes_limit: Option<u64>,
+    bytes_issued: u64,
+    ios_issued: u64,
+    rate_bytes: [u64; 3],
+    rate_ios: [u64; 3],
+    /// The wake asked for, if any.
+    pub wake_at: Option<Nanos>,
+    /// Waiting for every I/O in flight to complete before thinking (fio's `io_u_quiesce`).
+    quiescing: bool,
+    /// Thinking until then.
+    pub thinking_until: Option<Nanos>,
+    writes_since_flush: u32,
+    end_fsync_issued: bool,
+    /// What it measured.
+    pub result: JobResult,
+}
+
+impl JobState {
+    /// Job `index` of a run, drawing its I/O from `generator`; `region_bytes` is the size of
+    /// its files (what it covers per loop unless `io_size` says otherwise).
+    pub fn new(spec: JobSpec, index: usize, generator: Generator, region_bytes: u64) -> JobState {
+        let bytes_limit = if spec.time_based {
+            None
+        } else {
+            Some(
+                spec.io_size
+                    .unwrap_or(region_bytes.saturating_mul(u64::from(spec.loops.max(1)))),
+            )
+        };
+        let depth = if spec.engine.is_async() {
+            spec.iodepth.max(1)
+        } else {
+            1
+        };
+        let result = JobResult::for_job(&spec, index as u32 + 1);
+        JobState {
+            spec,
+            phase: Phase::Pending,
+            depth,
+            generator,
+            staged: None,
+            in_flight: 0,
+            start_at: None,
+            started_at: 0,
+            measure_start: 0,
+            deadline: None,
+            bytes_limit,
+            bytes_issued: 0,
+            ios_issued: 0,
+            rate_bytes: [0; 3],
+            rate_ios: [0; 3],
+            wake_at: None,
+            quiescing: false,
+            thinking_until: None,
+            writes_since_flush: 0,
+            end_fsync_issued: false,
+            result,
+        }
+    }
+
+    /// Issues nothing more: what is in flight completes (a runtime's end, an error, a signal).
+    pub fn stop_issuing(&mut self) {
+        self.phase = Phase::Draining;
+        self.staged = None;
+        self.quiescing = false;
+        self.thinking_until = None;
+    }
+
+    /// Bytes it is to issue, unless time-based.
+    pub fn bytes_limit(&self) -> Option<u64> {
+        self.bytes_limit
+    }
+
+    /// Bytes it has issued.
+    pub fn bytes_issued(&self) -> u64 {
+        self.bytes_issued
+    }
+
+    /// Issues nothing more, as at the end of its runtime: what is in flight completes.
+    pub fn drain(&mut self) {
+        self.phase = Phase::Draining;
+        self.staged = None;
+    }
+
+    /// Counts a completion (the caller records its latency with [`JobState::record`]).
+    fn completed(&mut self) {
+        debug_assert!(self.in_flight > 0, "a completion of nothing in flight");
+        self.in_flight -= 1;
+    }
+
+    /// Records a completed I/O at `at`, as fio does: every I/O issued is counted, also one
+    /// that completes after the runtime ended (fio waits for what is in flight and counts it;
+    /// a stalled device must show as a long latency, not vanish from the statistics); only
+    /// the ramp is left out. Returns whether it was counted.
+    pub fn record(&mut self, io: &Issued, at: Nanos) -> bool {
+        if at < self.measure_start {
+            return false;
+        }
+        if io.flush {
+            self.result.sync.record(at - io.created);
+        } else {
+            let (slat, clat) = if self.spec.engine.is_async() {
+                (Some(io.admitted - io.created), at - io.admitted)
+            } else {
+                (None, at - io.created)
+            };
+            self.result.record_io(
+                io.dir,
+                io.bytes,
+                io.offset,
+                io.prio,
+                slat,
+                clat,
+                at - self.measure_start,
+            );
+        }
+        true
+    }
+
+    /// Asks for a wake at `at`; returns whether it is earlier than the one already asked for
+    /// (and so must be set).
+    fn ask_wake(&mut self, at: Nanos) -> bool {
+        if self.wake_at.is_some_and(|t| t <= at) {
+            return false;
+        }
+        self.wake_at = Some(at);
+        true
+    }
+
+    /// Counts `io` as issued at `now`.
+    fn issued(&mut self, io: &NextIo, now: Nanos) {
+        self.in_flight += 1;
+        self.ios_issued += 1;
+        self.bytes_issued += io.len;
+        self.rate_bytes[io.dir as usize] += io.len;
+        self.rate_ios[io.dir as usize] += 1;
+        if io.dir == DataDir::Write {
+            self.writes_since_flush += 1;
+        }
+        if now >= self.measure_start {
+            self.result.iodepth_levels[iodepth_bucket(self.in_flight)] += 1;
+        }
+        if self.spec.thinktime > 0
+            && self.ios_issued % u64::from(self.spec.thinktime_blocks.max(1)) == 0
+        {
+            self.quiescing = true;
+        }
+    }
+
+    /// What the job does next at `now`.
+    fn next(&mut self, now: Nanos) -> Step {
+        if self.phase != Phase::Running {
+            return Step::Wait(None);
+        }
+        if self.quiescing {
+            if self.in_flight > 0 {
+                return Step::Wait(None);
+            }
+            self.quiescing = false;
+            let until = now + self.spec.thinktime;
+            self.thinking_until = Some(until);
+            return Step::Wait(Some(until));
+        }
+        if let Some(until) = self.thinking_until {
+            if now < until {
+                return Step::Wait(None);
+            }
+            self.thinking_until = None;
+        }
+        if self.in_flight >= self.depth {
+            return Step::Wait(None);
+        }
+        if self.spec.fsync_every > 0 && self.writes_since_flush >= self.spec.fsync_every {
+            self.writes_since_flush = 0;
+            return Step::Flush;
+        }
+        let limit_reached = self
+            .bytes_limit
+            .is_some_and(|limit| self.bytes_issued >= limit);
+        if limit_reached && self.staged.is_none() {
+            self.phase = Phase::Draining;
+            return if self.in_flight == 0 {
+                Step::Drained
+            } else {
+                Step::Wait(None)
+            };
+        }
+        let io = *self.staged.get_or_insert_with(|| self.generator.next_io());
+        let dir = io.dir as usize;
+        let mut allowed = now;
+        // fio's linear rate process: the n-th byte (or I/O) may go at start + n / rate.
+        // In u128 and saturating: a count of I/Os times a second passes u64 after 1.8e10
+        // I/Os, and a time past u64 is past any limit anyway.
+        let since_start = |done: u64, rate: u64| {
+            (u128::from(done) * u128::from(SECOND))
+                .checked_div(u128::from(rate))
+                .map(|since| u64::try_from(since).unwrap_or(u64::MAX))
+        };
+        if let Some(since) = since_start(self.rate_bytes[dir], self.spec.rate[dir]) {
+            allowed = allowed.max(self.started_at.saturating_add(since));
+        }
+        if let Some(since) = since_start(self.rate_ios[dir], self.spec.rate_iops[dir]) {
+            allowed = allowed.max(self.started_at.saturating_add(since));
+        }
+        if allowed > now {
+            return Step::Wait(Some(allowed));
+        }
+        self.staged = None;
+        Step::Issue(io)
+    }
+}
+
+/// What a job does next.
+enum Step {
+    /// Submit this I/O.
+    Issue(NextIo),
+    /// Submit a flush (`fsync=`).
+    Flush,
+    /// Nothing now; at the given time (a rate limit or think time) it may go on.
+    Wait(Option<Nanos>),
+    /// It issued all it had to and nothing is in flight: it finishes.
+    Drained,
+}
+
+/// What every engine records of an I/O it submitted, for the driver to count it.
+#[derive(Clone, Copy, Debug)]
+pub struct Issued {
+    /// The job's index.
+    pub job: usize,
+    /// Its direction (a flush counts as a write).
+    pub dir: DataDir,
+    /// Whether it is a flush.
+    pub flush: bool,
+    /// Its length.
+    pub bytes: u64,
+    /// Its offset, as the job addresses it.
+    pub offset: u64,
+    /// Its priority.
+    pub prio: IoPrio,
+    /// When the job issued it.
+    pub created: Nanos,
+    /// When the scheduler took it (after waiting for room in the queue).
+    pub admitted: Nanos,
+}
+
+impl Issued {
+    /// A flush of job `index` at `now` with `prio`.
+    pub fn flush(job: usize, prio: IoPrio, now: Nanos) -> Issued {
+        Issued {
+            job,
+            dir: DataDir::Write,
+            flush: true,
+            bytes: 0,
+            offset: 0,
+            prio,
+            created: now,
+            admitted: now,
+        }
+    }
+
+    /// I/O `io` of job `index` at `now` with `prio`.
+    pub fn io(job: usize, io: &NextIo, prio: IoPrio, now: Nanos) -> Issued {
+        Issued {
+            job,
+            dir: io.dir,
+            flush: false,
+            bytes: io.len,
+            offset: io.offset,
+            prio,
+            created: now,
+            admitted: now,
+        }
+    }
+}
+
+/// What an engine does for the driver: submit, flush, and call back.
+pub trait Engine {
+    /// Every job's state, in job file order.
+    fn jobs(&mut self) -> &mut [JobState];
+    /// The seed start delays derive from.
+    fn seed(&self) -> u64;
+    /// Submits `io` of job `index` at `now` (the driver has counted it in flight).
+    fn issue(&mut self, index: usize, io: NextIo, now: Nanos);
+    /// Submits the flush(es) of job `index` at `now`: after `fsync=` writes (`at_end` false)
+    /// or at its end (`end_fsync`); the driver counts each the engine reports as one in flight.
+    fn flush(&mut self, index: usize, now: Nanos, at_end: bool) -> u32;
+    /// Calls the driver back at `at` (the simulator as an event; the real engine polls the
+    /// state's times and may ignore this).
+    fn timer(&mut self, at: Nanos, timer: Timer);
+    /// Whether job `index` may still begin its end (`end_fsync`, a last phase): not after an
+    /// error or a stop signal.
+    fn may_go_on(&self, index: usize) -> bool {
+        let _ = index;
+        true
+    }
+    /// Before job `index` is done: the engine may begin a last phase of its own (the real
+    /// engine's verify read-back), setting [`Phase::Verifying`] and returning true; it calls
+    /// [`finish`] again when that phase ends.
+    fn finishing(&mut self, index: usize, now: Nanos) -> bool {
+        let _ = (index, now);
+        false
+    }
+    /// Issues what job `index` may issue in the engine's own last phase.
+    fn pump_own(&mut self, index: usize, now: Nanos) {
+        let _ = (index, now);
+    }
+}
+
+/// Whether every job before the last stonewall at or before `index` is done.
+pub fn barrier_open(jobs: &[JobState], index: usize) -> bool {
+    let wall = (1..=index)
+        .rev()
+        .find(|&i| jobs[i].spec.stonewall)
+        .unwrap_or(0);
+    jobs[..wall].iter().all(|j| j.phase == Phase::Done)
+}
+
+/// Job `index`'s start delay: `startdelay`, or a draw in its range from the run's seed.
+pub fn start_delay(seed: u64, job: &JobSpec, index: usize) -> Nanos {
+    let (low, high) = job.startdelay;
+    if high <= low {
+        return low;
+    }
+    let mut rng = Rng::new(derive_seed(seed, STARTDELAY_STREAM_BASE + index as u64));
+    low + rng.below(high - low + 1)
+}
+
+/// Sets the start of job `index` at `now` plus its delay.
+fn schedule_start<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
+    let seed = engine.seed();
+    let job = &mut engine.jobs()[index];
+    let at = now + start_delay(seed, &job.spec, index);
+    job.start_at = Some(at);
+    engine.timer(at, Timer::Start(index));
+}
+
+/// Sets the start of every job of the first phase (before the first stonewall).
+pub fn start_all<E: Engine + ?Sized>(engine: &mut E, now: Nanos) {
+    for index in 0..engine.jobs().len() {
+        if barrier_open(engine.jobs(), index) {
+            schedule_start(engine, index, now);
+        }
+    }
+}
+
+/// Job `index` starts at `now`: its ramp and runtime begin, and it issues what it may.
+pub fn start<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
+    let job = &mut engine.jobs()[index];
+    if job.phase != Phase::Pending {
+        return;
+    }
+    job.phase = Phase::Running;
+    job.start_at = None;
+    job.started_at = now;
+    job.measure_start = now + job.spec.ramp_time;
+    job.result.measure_start = job.measure_start;
+    job.deadline = job.spec.runtime.map(|runtime| job.measure_start + runtime);
+    if let Some(deadline) = job.deadline {
+        engine.timer(deadline, Timer::Deadline(index));
+    }
+    pump(engine, index, now);
+}
+
+/// Job `index`'s runtime ends at `now`: it issues nothing more, and finishes when what is in
+/// flight completes.
+pub fn deadline<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
+    let job = &mut engine.jobs()[index];
+    if job.phase != Phase::Running {
+        return;
+    }
+    job.drain();
+    if job.in_flight == 0 {
+        finish(engine, index, now);
+    }
+}
+
+/// The wake job `index` asked for at `now` has come: it issues what it may. A wake that a
+/// later one replaced is ignored.
+pub fn wake<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
+    let job = &mut engine.jobs()[index];
+    if job.wake_at == Some(now) {
+        job.wake_at = None;
+        pump(engine, index, now);
+    }
+}
+
+/// Issues as much I/O as job `index` may issue at `now`.
+pub fn pump<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
+    if engine.jobs()[index].phase == Phase::Verifying {
+        engine.pump_own(index, now);
+        return;
+    }
+    loop {
+        let job = &mut engine.jobs()[index];
+        match job.next(now) {
+            Step::Issue(io) => {
+                job.issued(&io, now);
+                engine.issue(index, io, now);
+            }
+            Step::Flush => {
+                let flushes = engine.flush(index, now, false);
+                engine.jobs()[index].in_flight += flushes;
+            }
+            Step::Wait(None) => return,
+            Step::Wait(Some(at)) => {
+                if engine.jobs()[index].ask_wake(at) {
+                    engine.timer(at, Timer::Wake(index));
+                }
+                return;
+            }
+            Step::Drained => {
+                finish(engine, index, now);
+                return;
+            }
+        }
+    }
+}
+
+/// An I/O or flush of job `index` completed at `at` (the engine has recorded it, or not, with
+/// [`JobState::record`]): the job issues more, or finishes when it was draining.
+pub fn completed<E: Engine + ?Sized>(engine: &mut E, index: usize, at: Nanos) {
+    let job = &mut engine.jobs()[index];
+    job.completed();
+    match job.phase {
+        Phase::Running | Phase::Verifying => pump(engine, index, at),
+        Phase::Draining if job.in_flight == 0 => finish(engine, index, at),
+        _ => {}
+    }
+}
+
+/// Job `index` has nothing in flight and nothing more to issue, at `now`: its `end_fsync`,
+/// the engine's last phase, or its end; a job's end may open the next stonewall.
+pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
+    debug_assert_eq!(engine.jobs()[index].in_flight, 0);
+    let go_on = engine.may_go_on(index);
+    let job = &mut engine.jobs()[index];
+    if job.spec.end_fsync && !job.end_fsync_issued && go_on {
+        job.end_fsync_issued = true;
+        job.phase = Phase::Draining;
+        let flushes = engine.flush(index, now, true);
+        engine.jobs()[index].in_flight += flushes;
+        return;
+    }
+    if go_on && engine.finishing(index, now) {
+        return;
+    }
+    let jobs = engine.jobs();
+    let job = &mut jobs[index];
+    job.phase = Phase::Done;
+    // The job's time ends with its last completion, past its runtime when I/O was still in
+    // flight then, as fio's does.
+    job.result.runtime = now.saturating_sub(job.measure_start);
+    let opened = (index + 1..jobs.len()).find(|&later| {
+        jobs[later].phase == Phase::Pending
+            && jobs[later].start_at.is_none()
+            && jobs[later].spec.stonewall
+            && barrier_open(jobs, later)
+    });
+    if let Some(later) = opened {
+        // Open this wall: it and every job up to the next wall start now.
+        let next_wall = (later + 1..jobs.len())
+            .find(|&i| jobs[i].spec.stonewall)
+            .unwrap_or(jobs.len());
+        for starting in later..next_wall {
+            schedule_start(engine, starting, now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse_str;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    use std::path::Path;
+
+    const LATENCY: Nanos = 1_000_000;
+    const MS: Nanos = 1_000_000;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    enum Event {
+        Timer(usize, u8),
+        Complete(usize, bool, u64),
+    }
+
+    /// An engine whose every I/O takes [`LATENCY`], run by a small event loop: the driver as
+    /// both real engines use it, with nothing else in the way.
+    struct Fake {
+        jobs: Vec<JobState>,
+        events: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
+        sequence: u64,
+        /// (job, time, is a flush, end_fsync) of every submission.
+        submitted: Vec<(usize, Nanos, bool, bool)>,
+    }
+
+    impl Fake {
+        fn new(text: &str) -> Fake {
+            let file = parse_str(text, "t.fio", Path::new("."), &|_| None).unwrap();
+            let jobs = file
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(index, spec)| {
+                    let len = match spec.size {
+                        Some(crate::job::Amount::Bytes(bytes)) => bytes,
+                        _ => 64 << 20,
+                    };
+                    let region = crate::workload::Region { start: 0, len };
+                    let generator = Generator::new(spec, &[region], Rng::new(index as u64));
+                    JobState::new(spec.clone(), index, generator, len)
+                })
+                .collect();
+            Fake {
+                jobs,
+                events: BinaryHeap::new(),
+                sequence: 0,
+                submitted: Vec::new(),
+            }
+        }
+
+        fn push(&mut self, at: Nanos, event: Event) {
+            self.sequence += 1;
+            self.events.push(Reverse((at, self.sequence, event)));
+        }
+
+        fn run(&mut self) {
+            start_all(self, 0);
+            while let Some(Reverse((now, _, event))) = self.events.pop() {
+                match event {
+                    Event::Timer(index, 0) => start(self, index, now),
+                    Event::Timer(index, 1) => deadline(self, index, now),
+                    Event::Timer(index, _) => wake(self, index, now),
+                    Event::Complete(index, flush, bytes) => {
+                        let issued = Issued {
+                            job: index,
+                            dir: DataDir::Write,
+                            flush,
+                            bytes,
+                            offset: 0,
+                            prio: IoPrio::NONE,
+                            created: now - LATENCY,
+                            admitted: now - LATENCY,
+                        };
+                        self.jobs[index].record(&issued, now);
+                        completed(self, index, now);
+                    }
+                }
+            }
+            assert!(self.jobs.iter().all(|j| j.phase == Phase::Done));
+            assert!(self.jobs.iter().all(|j| j.in_flight == 0));
+        }
+
+        fn times(&self, job: usize) -> Vec<Nanos> {
+            self.submitted
+                .iter()
+                .filter(|s| s.0 == job && !s.2)
+                .map(|s| s.1)
+                .collect()
+        }
+    }
+
+    impl Engine for Fake {
+        fn jobs(&mut self) -> &mut [JobState] {
+            &mut self.jobs
+        }
+        fn seed(&self) -> u64 {
+            7
+        }
+        fn issue(&mut self, index: usize, io: NextIo, now: Nanos) {
+            self.submitted.push((index, now, false, false));
+            self.push(now + LATENCY, Event::Complete(index, false, io.len));
+        }
+        fn flush(&mut self, index: usize, now: Nanos, at_end: bool) -> u32 {
+            self.submitted.push((index, now, true, at_end));
+            self.push(now + LATENCY, Event::Complete(index, true, 0));
+            1
+        }
+        fn timer(&mut self, at: Nanos, timer: Timer) {
+            let event = match timer {
+                Timer::Start(i) => Event::Timer(i, 0),
+                Timer::Deadline(i) => Event::Timer(i, 1),
+                Timer::Wake(i) => Event::Timer(i, 2),
+            };
+            self.push(at, event);
+        }
+    }
+
+    // Proves rate_iops spaces a job's I/Os at 1/rate from its start and the runtime ends the
+    // job (its last I/O completed before).
+    #[test]
+    fn rate_iops_paces_and_the_runtime_ends_the_job() {
+        let mut fake = Fake::new("[w]\nrw=write\nbs=4k\nrate_iops=,100\nruntime=2\ntime_based=1\n");
+        fake.run();
+        let times = fake.times(0);
+        assert_eq!(times.len(), 200, "100 IOPS for 2 s");
+        assert!(
+            times.windows(2).all(|w| w[1] - w[0] == 10 * MS),
+            "{times:?}"
+        );
+        let job = &fake.jobs[0];
+        // The last I/O completed before the runtime's end: the job ends with its runtime.
+        assert!(times[199] + LATENCY < 2 * SECOND);
+        assert_eq!(job.result.runtime, 2 * SECOND);
+        assert_eq!(job.result.dir(DataDir::Write).total_ios, 200);
+    }
+
+    // Proves a stonewall holds the next phase until the last job before it is done, and that
+    // startdelay and ramp_time shift the start and what is counted.
+    #[test]
+    fn stonewalls_order_phases_and_the_ramp_is_not_counted() {
+        let mut fake = Fake::new(
+            "[a]\nrw=write\nbs=4k\nsize=40k\nstartdelay=5ms\n\
+             [b]\nrw=write\nbs=4k\nsize=20k\n\
+             [c]\nstonewall\nrw=write\nbs=4k\nruntime=10ms\ntime_based=1\nramp_time=4ms\n",
+        );
+        fake.run();
+        let (a, b, c) = (fake.times(0), fake.times(1), fake.times(2));
+        assert_eq!((a.len(), b.len()), (10, 5), "size / bs each");
+        assert_eq!(a[0], 5 * MS, "startdelay");
+        assert_eq!(b[0], 0);
+        let first_phase_done = a.last().unwrap().max(b.last().unwrap()) + LATENCY;
+        assert_eq!(c[0], first_phase_done, "c starts when a and b are done");
+        // c issues for its ramp and runtime, one at a time; what completes from the ramp's
+        // end on is counted, as fio resets its statistics then (the I/O issued in the ramp's
+        // last millisecond completes at its end).
+        assert_eq!(c.len(), 14);
+        assert_eq!(fake.jobs[2].result.dir(DataDir::Write).total_ios, 11);
+    }
+
+    // Proves fsync= flushes after every N writes, end_fsync once after the last, and that a
+    // flush counts in flight (the job ends after it completes).
+    #[test]
+    fn fsync_and_end_fsync_flush_in_place() {
+        let mut fake = Fake::new("[w]\nrw=write\nbs=4k\nsize=32k\nfsync=3\nend_fsync=1\n");
+        fake.run();
+        let kinds: Vec<(bool, bool)> = fake.submitted.iter().map(|s| (s.2, s.3)).collect();
+        let write = (false, false);
+        let fsync = (true, false);
+        let end = (true, true);
+        assert_eq!(
+            kinds,
+            vec![write, write, write, fsync, write, write, write, fsync, write, write, end]
+        );
+        let last = fake.submitted.last().unwrap().1;
+        assert_eq!(fake.jobs[0].result.runtime, last + LATENCY);
+        assert_eq!(fake.jobs[0].result.sync.count(), 3);
+    }
+
+    // Proves think time waits for the I/O in flight, then thinks, every thinktime_blocks.
+    #[test]
+    fn thinktime_waits_then_thinks() {
+        let mut fake = Fake::new(
+            "[r]\nrw=read\nbs=4k\nsize=16k\nioengine=libaio\niodepth=4\nthinktime=5ms\n\
+             thinktime_blocks=2\n",
+        );
+        fake.run();
+        // Two at once, both complete at 1 ms, think 5 ms, two more at 6 ms.
+        assert_eq!(fake.times(0), vec![0, 0, 6 * MS, 6 * MS]);
+    }
+}
