@@ -1,0 +1,326 @@
+//! The `cfq_queue`: a flow's requests sorted by offset and by FIFO expiry, the next request to
+//! serve (`cfq_choose_req`, `cfq_find_next_rq`), and what CFQ remembers of a queue between busy
+//! periods (think time, seeks).
+
+use super::*;
+
+pub(super) type SortKey = (u64, RequestId);
+
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub(super) request: Request,
+    pub(super) fifo_time: Nanos,
+}
+
+/// A `cfq_queue` while it has requests queued or in flight, or holds the slice.
+#[derive(Debug)]
+pub(super) struct Queue {
+    pub(super) class: usize,
+    pub(super) level: u8,
+    pub(super) sync: bool,
+    /// Queued requests by offset (`sort_list`).
+    pub(super) sort: BTreeMap<SortKey, Entry>,
+    /// Queued requests by FIFO expiry time, mapping to their offset.
+    pub(super) fifo: BTreeMap<(Nanos, RequestId), u64>,
+    /// The request to serve next unless the FIFO says otherwise (`next_rq`); `Some` exactly when
+    /// `sort` is not empty.
+    pub(super) next: Option<SortKey>,
+    /// Requests dispatched and not yet completed.
+    pub(super) dispatched: u32,
+    /// Position in the class's service tree while busy (`on_rr`): `(rb_key, insertion number)`.
+    pub(super) tree_key: Option<(i64, u64)>,
+}
+
+impl Queue {
+    pub(super) fn new(class: usize, level: u8, sync: bool) -> Self {
+        Queue {
+            class,
+            level,
+            sync,
+            sort: BTreeMap::new(),
+            fifo: BTreeMap::new(),
+            next: None,
+            dispatched: 0,
+            tree_key: None,
+        }
+    }
+
+    pub(super) fn remove(&mut self, key: SortKey) -> Entry {
+        let entry = self.sort.remove(&key).expect("request is on the sort list");
+        let removed = self.fifo.remove(&(entry.fifo_time, key.1));
+        assert!(removed.is_some(), "request is on the FIFO");
+        entry
+    }
+
+    pub(super) fn add(&mut self, entry: Entry) -> SortKey {
+        let key = (entry.request.offset, entry.request.id);
+        self.fifo.insert((entry.fifo_time, key.1), key.0);
+        let previous = self.sort.insert(key, entry);
+        assert!(previous.is_none(), "request ids are unique");
+        key
+    }
+}
+
+/// What CFQ remembers about a queue between its busy periods: the kernel keeps these in the
+/// `cfq_queue` and `cfq_io_context`, which live as long as the process.
+#[derive(Debug)]
+pub(super) struct History {
+    /// Last use, for least-recently-used eviction.
+    pub(super) stamp: u64,
+    /// When the flow's last sync request completed (`last_end_request`).
+    pub(super) last_end_request: Nanos,
+    pub(super) ttime_samples: u64,
+    pub(super) ttime_total: u64,
+    pub(super) ttime_mean: Nanos,
+    /// One bit per recent request, set when it was a seek (`seek_history`).
+    pub(super) seek_history: u32,
+    /// End of the flow's last request (`last_request_pos`); 0 before the first.
+    pub(super) last_request_pos: u64,
+    /// Idling allowed (`idle_window`).
+    pub(super) idle_window: bool,
+    /// The flow queued 4 or more requests at once since idling last failed (`deep`).
+    pub(super) deep: bool,
+    /// Slice time owed (positive) or overrun (negative) from the last slice (`slice_resid`).
+    pub(super) slice_resid: i64,
+}
+
+impl History {
+    pub(super) fn new(key: QueueKey, now: Nanos) -> Self {
+        History {
+            stamp: 0,
+            last_end_request: now,
+            ttime_samples: 0,
+            ttime_total: 0,
+            ttime_mean: 0,
+            seek_history: 0,
+            last_request_pos: 0,
+            idle_window: matches!(key, QueueKey::Sync(_)),
+            deep: false,
+            slice_resid: 0,
+        }
+    }
+
+    pub(super) fn seeky(&self) -> bool {
+        self.seek_history.count_ones() > SEEKY_SEEKS
+    }
+
+    pub(super) fn ttime_valid(&self) -> bool {
+        self.ttime_samples > SAMPLES_VALID
+    }
+}
+
+impl Cfq {
+    pub(super) fn queue(&self, key: QueueKey) -> &Queue {
+        self.queues.get(&key).expect("queue is live")
+    }
+
+    pub(super) fn queue_mut(&mut self, key: QueueKey) -> &mut Queue {
+        self.queues.get_mut(&key).expect("queue is live")
+    }
+
+    /// The history of `key`, created if new, marked as just used; evicts the least recently used
+    /// history beyond [`HISTORY_CAP`].
+    pub(super) fn history_mut(&mut self, key: QueueKey, now: Nanos) -> &mut History {
+        self.history_stamp += 1;
+        let stamp = self.history_stamp;
+        let entry = self
+            .history
+            .entry(key)
+            .or_insert_with(|| History::new(key, now));
+        let previous = std::mem::replace(&mut entry.stamp, stamp);
+        self.history_lru.remove(&previous);
+        self.history_lru.insert(stamp, key);
+        if self.history.len() > HISTORY_CAP {
+            let (_, oldest) = self.history_lru.pop_first().expect("table is not empty");
+            self.history.remove(&oldest);
+        }
+        self.history.get_mut(&key).expect("just inserted")
+    }
+
+    /// `cfq_choose_req`: which of two queued requests of `queue` to serve after position `last`.
+    pub(super) fn choose_req(
+        &self,
+        queue: &Queue,
+        first: Option<SortKey>,
+        second: Option<SortKey>,
+        last: u64,
+    ) -> Option<SortKey> {
+        let (one, two) = match (first, second) {
+            (None, other) | (other, None) => return other,
+            (Some(one), Some(two)) if one == two => return Some(two),
+            (Some(one), Some(two)) => (one, two),
+        };
+        let sync_one = queue.sort[&one].request.sync;
+        let sync_two = queue.sort[&two].request.sync;
+        if sync_one != sync_two {
+            return Some(if sync_one { one } else { two });
+        }
+        // Distance from the head, or None when it lies too far behind (wraps).
+        let distance = |position: u64| {
+            if position >= last {
+                Some(position - last)
+            } else if position + self.back_seek_max_bytes >= last {
+                Some((last - position).saturating_mul(self.back_seek_penalty))
+            } else {
+                None
+            }
+        };
+        let (s1, s2) = (one.0, two.0);
+        Some(match (distance(s1), distance(s2)) {
+            (Some(d1), Some(d2)) => {
+                if d1 < d2 || (d1 == d2 && s1 >= s2) {
+                    one
+                } else {
+                    two
+                }
+            }
+            (Some(_), None) => one,
+            (None, Some(_)) => two,
+            // Both behind: start with the one further back, so only one backward seek is made.
+            (None, None) => {
+                if s1 <= s2 {
+                    one
+                } else {
+                    two
+                }
+            }
+        })
+    }
+
+    /// `cfq_find_next_rq`: the request to serve after `last` leaves the queue.
+    pub(super) fn find_next(&self, queue: &Queue, last: SortKey) -> Option<SortKey> {
+        let next = queue
+            .sort
+            .range((Bound::Excluded(last), Bound::Unbounded))
+            .next()
+            .or_else(|| queue.sort.iter().next().filter(|(k, _)| **k != last))
+            .map(|(k, _)| *k);
+        let prev = queue.sort.range(..last).next_back().map(|(k, _)| *k);
+        self.choose_req(queue, next, prev, last.0)
+    }
+
+    /// After `grown` grew, folds an adjacent request of the same queue into the lower of the two
+    /// (`attempt_back_merge` / `attempt_front_merge` and `cfq_merged_requests`).
+    pub(super) fn merge_neighbour(&mut self, key: QueueKey, grown: SortKey, limits: MergeLimits) {
+        let queue = self.queue_mut(key);
+        let request = &queue.sort[&grown].request;
+        let (start, end) = (request.offset, request.end());
+        let after = queue
+            .sort
+            .range((end, RequestId(0))..)
+            .next()
+            .filter(|(k, e)| k.0 == end && mergeable(request, &e.request, limits))
+            .map(|(k, _)| *k);
+        let before = queue
+            .sort
+            .range(..grown)
+            .next_back()
+            .filter(|(_, e)| e.request.end() == start && mergeable(&e.request, request, limits))
+            .map(|(k, _)| *k);
+        let (survivor_key, folded_key) = match (after, before) {
+            (Some(after), _) => (grown, after),
+            (None, Some(before)) => (before, grown),
+            (None, None) => return,
+        };
+        let folded = queue.remove(folded_key);
+        let mut survivor = queue.remove(survivor_key);
+        // The survivor keeps the earlier FIFO time.
+        survivor.fifo_time = survivor.fifo_time.min(folded.fifo_time);
+        merge_back(&mut survivor.request, folded.request);
+        queue.add(survivor);
+        if queue.next == Some(folded_key) {
+            queue.next = Some(survivor_key);
+        }
+        self.queued -= 1;
+    }
+}
+
+impl Cfq {
+    /// Merges a request into a queued one of its flow's queue (`cfq_merge`,
+    /// `cfq_allow_merge`).
+    pub(super) fn merge_request(
+        &mut self,
+        request: Request,
+        limits: MergeLimits,
+        _now: Nanos,
+    ) -> Result<(), Request> {
+        // Only into the queue this request would join (`cfq_allow_merge`).
+        let key = queue_key(&request);
+        let Some(queue) = self.queues.get_mut(&key) else {
+            return Err(request);
+        };
+        // Back merge: a queued request ends where this one starts.
+        let below = queue
+            .sort
+            .range(..(request.offset, RequestId(0)))
+            .next_back()
+            .filter(|(_, e)| {
+                e.request.end() == request.offset && mergeable(&e.request, &request, limits)
+            })
+            .map(|(k, _)| *k);
+        if let Some(sort_key) = below {
+            let entry = queue.sort.get_mut(&sort_key).expect("found above");
+            merge_back(&mut entry.request, request);
+            self.merge_neighbour(key, sort_key, limits);
+            return Ok(());
+        }
+        // Front merge: a queued request starts where this one ends (`cfq_merge`).
+        let above = queue
+            .sort
+            .range((request.end(), RequestId(0))..)
+            .next()
+            .filter(|(k, e)| k.0 == request.end() && mergeable(&e.request, &request, limits))
+            .map(|(k, _)| *k);
+        let Some(sort_key) = above else {
+            return Err(request);
+        };
+        // The start moves, so the request moves in the sort list (`cfq_reposition_rq_rb`).
+        let mut entry = queue.remove(sort_key);
+        merge_front(&mut entry.request, request);
+        let new_key = queue.add(entry);
+        if queue.next == Some(sort_key) {
+            queue.next = Some(new_key);
+        }
+        let queue = self.queue(key);
+        let next = self.choose_req(queue, queue.next, Some(new_key), self.last_position);
+        self.queue_mut(key).next = next;
+        self.merge_neighbour(key, new_key, limits);
+        Ok(())
+    }
+
+    /// Hands back every queued request (the elevator is switching).
+    pub(super) fn drain_all(&mut self, out: &mut Vec<Request>) {
+        let mut requests: Vec<Request> = Vec::with_capacity(self.queued);
+        for request in std::mem::take(&mut self.requeued) {
+            // It leaves without completing here: undo its dispatch accounting.
+            let queue = self
+                .queues
+                .get_mut(&queue_key(&request))
+                .expect("queue is live");
+            queue.dispatched -= 1;
+            self.in_flight[usize::from(queue.sync)] -= 1;
+            if queue.class != IDLE {
+                self.rt_be_in_flight -= 1;
+            }
+            requests.push(request);
+        }
+        for queue in self.queues.values_mut() {
+            queue.fifo.clear();
+            queue.next = None;
+            queue.tree_key = None;
+            requests.extend(
+                std::mem::take(&mut queue.sort)
+                    .into_values()
+                    .map(|e| e.request),
+            );
+        }
+        for tree in &mut self.trees {
+            tree.clear();
+        }
+        self.active = None;
+        self.queues.retain(|_, q| q.dispatched > 0);
+        self.queued = 0;
+        requests.sort_by_key(|r| (r.arrival, r.id));
+        out.extend(requests);
+    }
+}

@@ -1,0 +1,583 @@
+//! The drive's firmware: the command queue and what to do next (`decide`: a queued command by NCQ's
+//! aged shortest positioning time first, a destage of the write cache, read-ahead), read-ahead and
+//! its segments, the write cache and flushes, and serving reads from the buffer.
+
+use super::*;
+
+/// The NCQ priority a request's command gets. Hook for NCQ priority (a later change will map
+/// RT-class requests to [`CommandPriority::High`]); today every command is normal.
+pub(super) fn command_priority(_request: &Request) -> CommandPriority {
+    CommandPriority::Normal
+}
+
+impl Hdd {
+    pub(super) fn complete_at(&mut self, slot: u32, time: Nanos) {
+        debug_assert!(time >= self.now);
+        if let Some(command) = self.slots[slot as usize].as_mut() {
+            command.state = State::Completing;
+        }
+        self.completion_sequence += 1;
+        self.completions
+            .push(Reverse((time, self.completion_sequence, slot)));
+    }
+
+    pub(super) fn command(&self, slot: u32) -> &Command {
+        self.slots[slot as usize].as_ref().expect("slot in use")
+    }
+
+    /// Starts read-ahead into `segment` at `now` if the segment has room; returns whether it
+    /// started.
+    pub(super) fn start_read_ahead(&mut self, now: Nanos, segment: usize) -> bool {
+        let capacity = self.geometry.sectors();
+        let first = self.read_cache.segment(segment).end;
+        let limit = self.read_cache.read_ahead_limit(segment).min(capacity);
+        if first >= limit || limit - first < self.read_ahead_resume_sectors.min(capacity - first) {
+            return false;
+        }
+        let location = self.geometry.locate(first);
+        let moving = self.move_ns(self.head, &location);
+        let begin = now as f64 + moving;
+        let begin = begin + self.rotational_wait(begin, location.angle);
+        let stream = Stream {
+            lba: first,
+            time: begin,
+        };
+        let stop_at = self.stream_done(stream, limit).ceil() as Nanos;
+        self.activity = Activity::ReadAhead(ReadAhead {
+            segment,
+            stream,
+            origin: first,
+            started: now,
+            limit,
+            stop_at,
+            committed_until: now,
+        });
+        self.counters.read_ahead_runs += 1;
+        true
+    }
+
+    /// After a miss at `now` that continued a sequential stream in `segment` (ending at `end`),
+    /// starts read-ahead that no command may interrupt until `stream_read_ahead_kib` past `end`
+    /// are in: firmware stream detection. Without it, interleaved sequential streams would each
+    /// interrupt the other's read-ahead at once and every read would miss.
+    pub(super) fn start_stream_read_ahead(&mut self, now: Nanos, segment: usize, end: u64) {
+        if self.stream_read_ahead_sectors == 0 || !self.start_read_ahead(now, segment) {
+            return;
+        }
+        let Activity::ReadAhead(mut read_ahead) = self.activity else {
+            unreachable!("read-ahead just started");
+        };
+        let target = (end + self.stream_read_ahead_sectors).min(read_ahead.limit);
+        read_ahead.committed_until = self.stream_done(read_ahead.stream, target).ceil() as Nanos;
+        self.activity = Activity::ReadAhead(read_ahead);
+    }
+
+    /// Stops the read-ahead at `now` (at most its stop time): the segment keeps what was read.
+    pub(super) fn stop_read_ahead(&mut self, now: Nanos) {
+        let Activity::ReadAhead(read_ahead) = self.activity else {
+            return;
+        };
+        let at = now.min(read_ahead.stop_at);
+        let reached = if at >= read_ahead.stop_at {
+            read_ahead.limit
+        } else {
+            self.stream_at(read_ahead.stream, at as f64, read_ahead.limit)
+                .lba
+        };
+        self.read_cache.filled(read_ahead.segment, reached);
+        self.counters.read_ahead_sectors += reached - read_ahead.origin;
+        self.counters.read_ahead_ns += at - read_ahead.started;
+        self.head = self.position_of(reached);
+        self.head_lba = reached;
+        self.activity = Activity::Idle;
+        self.idle_since = at;
+        self.serve_queued_from_buffer(at);
+    }
+
+    /// Moves the running read-ahead's limit up to its segment's window after the host consumed
+    /// data from it at `now`.
+    pub(super) fn extend_read_ahead(&mut self, now: Nanos) {
+        let Activity::ReadAhead(mut read_ahead) = self.activity else {
+            return;
+        };
+        let limit = self
+            .read_cache
+            .read_ahead_limit(read_ahead.segment)
+            .min(self.geometry.sectors());
+        if limit <= read_ahead.limit {
+            return;
+        }
+        read_ahead.stream = self.stream_at(read_ahead.stream, now as f64, read_ahead.limit);
+        read_ahead.limit = limit;
+        read_ahead.stop_at = self.stream_done(read_ahead.stream, limit).ceil() as Nanos;
+        self.activity = Activity::ReadAhead(read_ahead);
+    }
+
+    /// Whether a destage must go before host commands.
+    pub(super) fn destage_urgent(&self) -> bool {
+        (!self.waiting_for_room.is_empty() || !self.flushes.is_empty())
+            && !self.write_buffer.is_empty()
+    }
+
+    /// The dirty extent to destage next from where the heads are at `now`: the best by aged
+    /// positioning time (`positioning - age_weight * age`, as NCQ picks commands) among a few on
+    /// each side of the head and the oldest. Returns its first sector and positioning time.
+    ///
+    /// There is no hard deadline here, unlike for host commands: dirty data has already been
+    /// acknowledged, so nobody waits on it unless a write needs room or a flush needs it, and
+    /// then `serve_next` ages the destage like the oldest waiter. A deadline on the data's own
+    /// age would turn destaging into FIFO order once the buffer holds more than two seconds of
+    /// writes (2048 random 4 KiB writes drain in about ten), and the write cache would stop
+    /// helping random writes at all.
+    pub(super) fn best_destage(&self, now: Nanos) -> Option<(u64, f64)> {
+        let (oldest_first, oldest) = self.write_buffer.oldest()?;
+        let time = now as f64;
+        let positioning =
+            |first: u64| self.positioning_ns(time, self.head, &self.geometry.locate(first), true);
+        let weight = self.selection.age_weight;
+        let aged = |positioning: f64, extent: Extent| {
+            positioning - weight * now.saturating_sub(extent.written_at) as f64
+        };
+        let oldest_positioning = positioning(oldest_first);
+        let mut best = (
+            oldest_first,
+            oldest_positioning,
+            aged(oldest_positioning, oldest),
+        );
+        self.write_buffer.around(
+            self.head_lba,
+            self.config.destage_candidates as usize,
+            |first, extent| {
+                let candidate = positioning(first);
+                let effective = aged(candidate, extent);
+                if effective < best.2 || (effective == best.2 && first < best.0) {
+                    best = (first, candidate, effective);
+                }
+            },
+        );
+        Some((best.0, best.1))
+    }
+
+    /// Decides what the mechanism does from `now`, when it is idle or reading ahead.
+    pub(super) fn decide(&mut self, now: Nanos) {
+        debug_assert!(!matches!(self.activity, Activity::Busy { .. }));
+        if let Activity::ReadAhead(_) = self.activity {
+            // Ready reads that the read-ahead has reached, or soon will, ride on it.
+            self.ride_queued_reads(now);
+        }
+        let any_ready = self
+            .queued
+            .iter()
+            .any(|&slot| self.command(slot).ready_at <= now);
+        let urgent = self.destage_urgent();
+        if let Activity::ReadAhead(read_ahead) = self.activity {
+            if !(any_ready || urgent) || now < read_ahead.committed_until {
+                return;
+            }
+            self.stop_read_ahead(now);
+            // Stopping may have served queued reads from the segment: look again.
+            self.decide(now);
+            return;
+        }
+        let high_water = self.write_buffer.dirty_sectors() > self.destage_high_water_sectors
+            && !self.write_buffer.is_empty();
+        if any_ready || urgent || high_water {
+            self.serve_next(now);
+            return;
+        }
+        if let Some(segment) = self.read_ahead_segment {
+            if self.start_read_ahead(now, segment) {
+                return;
+            }
+        }
+        if !self.write_buffer.is_empty() && now >= self.idle_since + self.destage_idle {
+            if let Some((first, _)) = self.best_destage(now) {
+                self.start_destage(now, first);
+            }
+        }
+    }
+
+    /// Picks among the ready commands (and a destage above the high-water mark) by
+    /// [`Selection`] and starts it.
+    pub(super) fn serve_next(&mut self, now: Nanos) {
+        let mut candidates = std::mem::take(&mut self.scratch_candidates);
+        let mut choices = std::mem::take(&mut self.scratch_choices);
+        candidates.clear();
+        choices.clear();
+        let under = self.angle_at(now as f64);
+        for &slot in &self.queued {
+            let command = self.command(slot);
+            if command.ready_at > now {
+                continue;
+            }
+            let write = command.request.op == Op::Write;
+            candidates.push(Candidate {
+                positioning_ns: self.positioning_from_angle(
+                    under,
+                    self.head,
+                    &command.target,
+                    write,
+                ),
+                accepted: command.accepted,
+                priority: command_priority(&command.request),
+            });
+            choices.push(Choice::Command(slot));
+        }
+        let urgent = self.destage_urgent();
+        if urgent || self.write_buffer.dirty_sectors() > self.destage_high_water_sectors {
+            if let Some((first, positioning_ns)) = self.best_destage(now) {
+                // A destage that a waiting write or flush needs is as old as the oldest of
+                // them, so aging and the deadline treat it like a host command; one above the
+                // high-water mark has no host waiting on it and competes on position alone.
+                let accepted = if urgent {
+                    self.oldest_waiter_accepted().unwrap_or(now)
+                } else {
+                    now
+                };
+                candidates.push(Candidate {
+                    positioning_ns,
+                    accepted,
+                    priority: CommandPriority::Normal,
+                });
+                choices.push(Choice::Destage(first));
+            }
+        }
+        let chosen = self.selection.choose(&candidates, now);
+        if let Some(index) = chosen {
+            if now.saturating_sub(candidates[index].accepted) >= self.selection.deadline {
+                self.counters.deadline_picks += 1;
+            }
+            match choices[index] {
+                Choice::Command(slot) => self.start_command(now, slot),
+                Choice::Destage(first) => self.start_destage(now, first),
+            }
+        }
+        self.scratch_candidates = candidates;
+        self.scratch_choices = choices;
+    }
+
+    pub(super) fn start_command(&mut self, now: Nanos, slot: u32) {
+        let position = self
+            .queued
+            .iter()
+            .position(|&queued| queued == slot)
+            .expect("command is queued");
+        self.queued.remove(position);
+        let command = self.command(slot);
+        let (first, end, target) = (command.first, command.end, command.target);
+        let write = command.request.op == Op::Write;
+        let (done, to) = self.access(now as f64, self.head, first, end, write);
+        let until = done.ceil() as Nanos;
+        self.account_access(now, to, &target, until);
+        self.head_lba = end;
+        if write {
+            self.counters.media_writes += 1;
+        } else {
+            self.counters.read_misses += 1;
+            let (segment, sequential) = self.read_cache.allocate(first, end);
+            self.slots[slot as usize]
+                .as_mut()
+                .expect("slot in use")
+                .state = State::Media {
+                segment: Some(segment),
+                sequential,
+            };
+        }
+        self.activity = Activity::Busy {
+            until,
+            work: Work::Command(slot),
+        };
+    }
+
+    pub(super) fn start_destage(&mut self, now: Nanos, first: u64) {
+        let end = self
+            .write_buffer
+            .begin_destage(first, self.destage_max_sectors);
+        let target = self.geometry.locate(first);
+        let (done, to) = self.access(now as f64, self.head, first, end, true);
+        let until = done.ceil() as Nanos;
+        self.account_access(now, to, &target, until);
+        self.head_lba = end;
+        self.counters.destages += 1;
+        self.counters.destaged_sectors += end - first;
+        self.activity = Activity::Busy {
+            until,
+            work: Work::Destage,
+        };
+    }
+
+    /// The media access in progress ends at `now`.
+    pub(super) fn finish_work(&mut self, now: Nanos, work: Work) {
+        self.activity = Activity::Idle;
+        self.idle_since = now;
+        match work {
+            Work::Command(slot) => {
+                let command = self.command(slot);
+                let state = command.state;
+                let end = command.end;
+                self.complete_at(slot, now);
+                if let State::Media {
+                    segment: Some(segment),
+                    sequential,
+                } = state
+                {
+                    self.read_cache.filled(segment, end);
+                    self.read_ahead_segment = Some(segment);
+                    if sequential {
+                        self.start_stream_read_ahead(now, segment, end);
+                    }
+                }
+            }
+            Work::Destage => {
+                self.write_buffer.end_destage();
+                self.admit_waiting_writes(now);
+                self.complete_flushes(now);
+            }
+        }
+    }
+
+    /// Writes waiting for room enter the buffer, in order, while they fit.
+    pub(super) fn admit_waiting_writes(&mut self, now: Nanos) {
+        while let Some(&slot) = self.waiting_for_room.front() {
+            let command = self.command(slot);
+            let (first, end, ready_at, bytes) = (
+                command.first,
+                command.end,
+                command.ready_at,
+                command.request.len,
+            );
+            if !self.write_buffer.has_room(end - first) {
+                break;
+            }
+            self.waiting_for_room.pop_front();
+            self.absorb_write(slot, first, end, now.max(ready_at), bytes, now);
+        }
+    }
+
+    pub(super) fn absorb_write(
+        &mut self,
+        slot: u32,
+        first: u64,
+        end: u64,
+        ready: Nanos,
+        bytes: u64,
+        now: Nanos,
+    ) {
+        self.write_sequence += 1;
+        self.write_buffer
+            .insert(first, end, self.write_sequence, now);
+        self.counters.writes_absorbed += 1;
+        let done = self.bus_transfer(ready, bytes);
+        self.complete_at(slot, done);
+    }
+
+    /// Flushes whose writes are all on the media complete.
+    pub(super) fn complete_flushes(&mut self, now: Nanos) {
+        let mut index = 0;
+        while index < self.flushes.len() {
+            let slot = self.flushes[index];
+            let State::Flush { sequence } = self.command(slot).state else {
+                unreachable!("a flush waits in flushes");
+            };
+            if self.write_buffer.clean_up_to(sequence) {
+                self.flushes.swap_remove(index);
+                let ready = self.command(slot).ready_at.max(now);
+                self.complete_at(slot, ready);
+            } else {
+                index += 1;
+            }
+        }
+    }
+
+    /// Handles the mechanism's wake-up at `now`.
+    pub(super) fn wake(&mut self, now: Nanos) {
+        match self.activity {
+            Activity::Busy { until, work } => {
+                if until <= now {
+                    self.finish_work(until, work);
+                    self.decide(until);
+                }
+            }
+            Activity::ReadAhead(read_ahead) if read_ahead.stop_at <= now => {
+                self.stop_read_ahead(read_ahead.stop_at);
+                self.decide(read_ahead.stop_at);
+            }
+            _ => self.decide(now),
+        }
+    }
+
+    /// When the mechanism next needs attention; never before the device's current time.
+    pub(super) fn compute_wakeup(&self) -> Option<Nanos> {
+        self.mechanism_wakeup().map(|at| at.max(self.now))
+    }
+
+    pub(super) fn mechanism_wakeup(&self) -> Option<Nanos> {
+        let earliest_ready = self
+            .queued
+            .iter()
+            .map(|&slot| self.command(slot).ready_at)
+            .min();
+        match self.activity {
+            Activity::Busy { until, .. } => Some(until),
+            Activity::ReadAhead(read_ahead) => {
+                let interrupt = if self.destage_urgent() {
+                    Some(read_ahead.committed_until)
+                } else {
+                    earliest_ready.map(|ready| ready.max(read_ahead.committed_until))
+                };
+                Some(interrupt.map_or(read_ahead.stop_at, |at| at.min(read_ahead.stop_at)))
+            }
+            Activity::Idle => {
+                let destage = (!self.write_buffer.is_empty())
+                    .then(|| (self.idle_since + self.destage_idle).max(self.now));
+                match (earliest_ready, destage) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+        }
+    }
+
+    /// Classifies a read at `now`: hit, read-ahead path, or miss.
+    pub(super) fn submit_read(&mut self, slot: u32, now: Nanos) {
+        let hit_ready = now + self.read_hit_overhead;
+        if self.ride_read_ahead(slot, now, hit_ready) || self.serve_from_buffer(slot, hit_ready) {
+            return;
+        }
+        self.enqueue_media(slot, now + self.read_miss_overhead);
+    }
+
+    /// Serves the read in `slot` from the running read-ahead if its data is there or on the way:
+    /// it starts within the segment's data or at most one segment beyond what has been read.
+    /// Its bus transfer starts no earlier than `ready`. Returns whether it was served.
+    pub(super) fn ride_read_ahead(&mut self, slot: u32, now: Nanos, ready: Nanos) -> bool {
+        let Activity::ReadAhead(read_ahead) = self.activity else {
+            return false;
+        };
+        let command = self.command(slot);
+        let (first, end, bytes) = (command.first, command.end, command.request.len);
+        let segment = read_ahead.segment;
+        let reached = self
+            .stream_at(read_ahead.stream, now as f64, read_ahead.limit)
+            .lba;
+        let valid_start = self.read_cache.valid_start(segment, reached);
+        if first < valid_start || first > reached + self.read_cache.segment_sectors() {
+            return false;
+        }
+        self.read_cache.touch(segment, end);
+        self.extend_read_ahead(now);
+        let Activity::ReadAhead(mut read_ahead) = self.activity else {
+            unreachable!("still reading ahead");
+        };
+        let sent = self.bus_transfer(ready, bytes);
+        if end <= reached {
+            self.counters.read_hits += 1;
+            self.complete_at(slot, sent);
+        } else {
+            self.counters.read_ahead_waits += 1;
+            let data_at = self.stream_done(read_ahead.stream, end).ceil() as Nanos;
+            read_ahead.committed_until = read_ahead.committed_until.max(data_at);
+            self.activity = Activity::ReadAhead(read_ahead);
+            self.complete_at(slot, sent.max(data_at));
+        }
+        true
+    }
+
+    /// Serves the read in `slot` from a read segment (other than the one being read ahead
+    /// into) or from the write buffer, its bus transfer starting no earlier than `ready`.
+    /// Returns whether it was served.
+    pub(super) fn serve_from_buffer(&mut self, slot: u32, ready: Nanos) -> bool {
+        let command = self.command(slot);
+        let (first, end, bytes) = (command.first, command.end, command.request.len);
+        let skip = match self.activity {
+            Activity::ReadAhead(read_ahead) => Some(read_ahead.segment),
+            _ => None,
+        };
+        if let Some(segment) = self.read_cache.find(first, end, skip) {
+            self.read_cache.touch(segment, end);
+        } else if !self.write_buffer.contains(first, end) {
+            return false;
+        }
+        self.counters.read_hits += 1;
+        let sent = self.bus_transfer(ready, bytes);
+        self.complete_at(slot, sent);
+        true
+    }
+
+    /// Queued reads whose data is now in the buffer (read-ahead got there first) complete
+    /// from it instead of going to the media.
+    pub(super) fn serve_queued_from_buffer(&mut self, now: Nanos) {
+        let mut index = 0;
+        while index < self.queued.len() {
+            let slot = self.queued[index];
+            let command = self.command(slot);
+            let ready = command.ready_at.max(now);
+            if command.request.op == Op::Read && self.serve_from_buffer(slot, ready) {
+                self.queued.remove(index);
+            } else {
+                index += 1;
+            }
+        }
+    }
+
+    /// Ready queued reads that the running read-ahead has reached or will reach ride on it.
+    pub(super) fn ride_queued_reads(&mut self, now: Nanos) {
+        let mut index = 0;
+        while index < self.queued.len() {
+            let slot = self.queued[index];
+            let command = self.command(slot);
+            if command.request.op == Op::Read
+                && command.ready_at <= now
+                && self.ride_read_ahead(slot, now, now)
+            {
+                self.queued.remove(index);
+            } else {
+                index += 1;
+            }
+        }
+    }
+
+    /// The acceptance time of the oldest write waiting for room or flush waiting for destages.
+    pub(super) fn oldest_waiter_accepted(&self) -> Option<Nanos> {
+        self.waiting_for_room
+            .iter()
+            .chain(self.flushes.iter())
+            .map(|&slot| self.command(slot).accepted)
+            .min()
+    }
+
+    pub(super) fn submit_write(&mut self, slot: u32, now: Nanos) {
+        let command = self.command(slot);
+        let (first, end, bytes) = (command.first, command.end, command.request.len);
+        let sectors = end - first;
+        let ready = now + self.write_overhead;
+        if self.config.write_cache && sectors <= self.write_buffer.capacity_sectors() {
+            if self.waiting_for_room.is_empty() && self.write_buffer.has_room(sectors) {
+                self.absorb_write(slot, first, end, ready, bytes, now);
+            } else {
+                self.counters.writes_waited_for_room += 1;
+                self.slots[slot as usize]
+                    .as_mut()
+                    .expect("slot in use")
+                    .state = State::BufferWait;
+                self.waiting_for_room.push_back(slot);
+            }
+            return;
+        }
+        // Write-through: the data crosses the bus, then the command waits for the media.
+        let bus_done = self.bus_transfer(ready, bytes);
+        self.enqueue_media(slot, bus_done);
+    }
+
+    pub(super) fn enqueue_media(&mut self, slot: u32, ready_at: Nanos) {
+        let command = self.slots[slot as usize].as_mut().expect("slot in use");
+        command.ready_at = ready_at;
+        command.target = self.geometry.locate(command.first);
+        command.state = State::Media {
+            segment: None,
+            sequential: false,
+        };
+        self.queued.push(slot);
+        self.counters.max_queued = self.counters.max_queued.max(self.queued.len() as u64);
+    }
+}
