@@ -1,0 +1,284 @@
+use super::*;
+
+fn curve(points: &[(u32, f64, f64)]) -> Curve {
+    Curve {
+        points: points
+            .iter()
+            .map(|&(depth, iops, mean_us)| CurvePoint {
+                depth,
+                iops,
+                mean_ns: mean_us * 1000.0,
+            })
+            .collect(),
+    }
+}
+
+/// The issue's curve: QD1 25.7K at 33 us ... QD16 113K at 137 us.
+fn issue_curve() -> Curve {
+    curve(&[
+        (1, 25_700.0, 33.0),
+        (2, 50_000.0, 36.0),
+        (4, 75_000.0, 50.0),
+        (8, 102_000.0, 74.0),
+        (16, 113_000.0, 137.0),
+    ])
+}
+
+// Proves the curve interpolates between depths, holds latencies below the lowest to it,
+// caps at the best point, and survives a non-monotonic measurement.
+#[test]
+fn curve_interpolation() {
+    let c = issue_curve();
+    let at = |us: f64| c.allowed_iops(us * 1000.0).unwrap();
+    assert_eq!(at(33.0), 25_700.0);
+    assert_eq!(at(36.0), 50_000.0);
+    assert!((at(43.0) - 62_500.0).abs() < 1e-6, "{}", at(43.0));
+    assert!((at(62.0) - 88_500.0).abs() < 1e-6, "{}", at(62.0));
+    assert_eq!(at(10.0), 25_700.0);
+    assert_eq!(at(1000.0), 113_000.0);
+    // Noise: QD3 slower than QD4 and with fewer IOPS than QD2. Lines that fall are never
+    // better than the point they start from, so 44 us allows QD2's 50K.
+    let noisy = curve(&[
+        (1, 25_000.0, 33.0),
+        (2, 50_000.0, 36.0),
+        (3, 48_000.0, 52.0),
+        (4, 75_000.0, 50.0),
+    ]);
+    let allowed = noisy.allowed_iops(51_000.0).unwrap();
+    assert_eq!(allowed, 75_000.0);
+    assert_eq!(noisy.allowed_iops(44_000.0).unwrap(), 50_000.0);
+    assert_eq!(Curve::default().allowed_iops(1.0), None);
+}
+
+const FIO_JSON: &str = r#"note: both iodepth >= 1 and synchronous I/O engine are selected
+{
+  "fio version" : "fio-3.33",
+  "jobs" : [
+{"jobname" : "fg", "error" : 0,
+ "read" : {"total_ios" : 270000, "iops" : 27000.5,
+           "lat_ns" : {"mean" : 32000.0, "percentile" : {"99.000000" : 45056}}}},
+{"jobname" : "bg", "error" : 0,
+ "read" : {"total_ios" : 100000, "iops" : 10000.0,
+           "lat_ns" : {"mean" : 3000000.0, "percentile" : {"99.000000" : 5000000}}}},
+{"jobname" : "bg", "error" : 0,
+ "read" : {"total_ios" : 300000, "iops" : 30000.0,
+           "lat_ns" : {"mean" : 1000000.0, "percentile" : {"99.000000" : 2000000}}}}
+  ]
+}
+"#;
+
+// Proves fio's JSON is read past leading notes and clones pool: IOPS add, the mean is
+// weighted by I/Os, the p99 is the worst.
+#[test]
+fn fio_json() {
+    let jobs = parse_fio_json(FIO_JSON).unwrap();
+    assert_eq!(jobs.len(), 3);
+    let fg = pool_fio(&jobs, "fg").unwrap();
+    assert_eq!(fg.iops, 27000.5);
+    assert_eq!(fg.p99_ns, 45056.0);
+    let bg = pool_fio(&jobs, "bg").unwrap();
+    assert_eq!(bg.iops, 40_000.0);
+    assert_eq!(bg.mean_ns, 1_500_000.0);
+    assert_eq!(bg.p99_ns, 5_000_000.0);
+    assert!(pool_fio(&jobs, "nosuch").is_none());
+    assert!(parse_fio_json("fio: no JSON here").is_err());
+}
+
+// Proves the job files parse as fio files for iosched, with the priorities, depths and
+// clones the comparison relies on.
+#[test]
+fn job_files() {
+    let parse = |text: &str| {
+        iosched_fio::parse::parse_str(text, "t.fio", Path::new("."), &|_| None).unwrap()
+    };
+    let mix = parse(&jobs::mix("/dev/loop9", 10));
+    let names: Vec<&str> = mix.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, vec!["fg", "bg", "bg"]);
+    let fg = &mix.jobs[0];
+    assert_eq!(fg.iodepth, 1);
+    assert_eq!(fg.prio.class(), iosched_core::IoPrioClass::Rt);
+    assert_eq!(mix.jobs[1].iodepth, 32);
+    assert_eq!(mix.jobs[1].prio.class(), iosched_core::IoPrioClass::Idle);
+    assert!(fg.direct && fg.time_based);
+    assert_eq!(fg.runtime, Some(10_000_000_000));
+    let curve = parse(&jobs::curve("/dev/loop9", 3, 8));
+    assert_eq!(curve.jobs[0].iodepth, 8);
+    assert_eq!(curve.jobs[0].prio, iosched_core::IoPrio::NONE);
+    assert_eq!(parse(&jobs::alone("/dev/loop9", 3)).jobs.len(), 1);
+}
+
+fn sample() -> Frontier {
+    let measure = |iops: f64, mean_us: f64, p99_us: f64| Measure {
+        iops,
+        mean_ns: mean_us * 1000.0,
+        p99_ns: p99_us * 1000.0,
+    };
+    let mut iosched = issue_curve();
+    for point in &mut iosched.points {
+        point.iops *= 0.95;
+    }
+    Frontier {
+        setup: "/dev/loop9".into(),
+        runtime: 10,
+        alone_fio: measure(27_300.0, 32.0, 45.0),
+        alone_iosched: Some(measure(26_000.0, 34.0, 50.0)),
+        curve_fio: issue_curve(),
+        curve_iosched: iosched,
+        mixes: vec![
+            MixRow {
+                label: "fio none".into(),
+                fg: measure(5000.0, 204.0, 400.0),
+                bg: measure(115_000.0, 500.0, 900.0),
+                ..MixRow::default()
+            },
+            MixRow {
+                label: "iosched latency 1.5x".into(),
+                fg: measure(20_000.0, 48.0, 90.0),
+                bg: measure(50_000.0, 900.0, 2000.0),
+                claim: true,
+                targets_us: vec![48],
+                ..MixRow::default()
+            },
+        ],
+        drift_alone: Some(measure(27_000.0, 33.0, 46.0)),
+        drift_deepest: Some(CurvePoint {
+            depth: 16,
+            iops: 110_000.0,
+            mean_ns: 140_000.0,
+        }),
+        notes: vec!["kernel scheduler kyber skipped".into()],
+        overhead_pairs: vec![
+            (113_000.0, 107_350.0),
+            (100_000.0, 88_000.0),
+            (100_000.0, 99_000.0),
+        ],
+        rounds: 1,
+    }
+}
+
+// Proves the table shows the curve, the overhead, and each mix with its place on the
+// curve: fio none at 204 us has the whole curve (113K) and reaches 120/113; the latency
+// policy at 48 us has 71.4K allowed and reaches 70/71.4.
+#[test]
+fn table() {
+    let frontier = sample();
+    assert!((frontier.overhead_ratio().unwrap() - 0.95).abs() < 1e-9);
+    let text = frontier.table();
+    assert!(
+        text.contains(
+            "at QD16, one job, in pairs run back to back: 107.3K vs 113.0K (95.0%), \
+             88.0K vs 100.0K (88.0%), 99.0K vs 100.0K (99.0%); median 95.0%"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "PASS overhead: iosched noop reaches >= 90.0% of fio's IOPS at QD16 (median 95.0%)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("PASS frontier: iosched latency 1.5x reaches >= 85.0% of the curve at its foreground latency (98.0%, fg at 1.50x alone)"), "{text}");
+    assert!(!text.contains("fio none reaches"));
+    let mut failing = frontier.clone();
+    failing.mixes[1].bg.iops = 30_000.0;
+    let verdicts = failing.verdicts();
+    assert!(verdicts[0].0 && !verdicts[1].0, "{verdicts:?}");
+    let none = text.lines().find(|l| l.contains("fio none")).unwrap();
+    assert!(none.contains("120.0K") && none.contains("113.0K"), "{none}");
+    assert!(none.contains("106.2%") && none.contains("6.38x"), "{none}");
+    let latency = text.lines().find(|l| l.contains("latency 1.5x")).unwrap();
+    assert!(
+        latency.contains("71.4K") && latency.contains("98.0%"),
+        "{latency}"
+    );
+    assert!(latency.ends_with("target 48us"), "{latency}");
+    assert!(text.contains("drift: at the end, fio alone mean 33.0us (start 32.0us)"));
+    assert!(text.contains("note: kernel scheduler kyber skipped"));
+    let json = frontier.json();
+    assert_eq!(json["mixes"][1]["label"], "iosched latency 1.5x");
+    let fraction = json["mixes"][1]["fraction_of_curve"].as_f64().unwrap();
+    assert!((fraction - 70_000.0 / 71_428.571_428_571_43).abs() < 1e-9);
+}
+
+// Proves the bracket picks the depths around a latency, the two shallowest below every
+// latency and the two deepest above.
+#[test]
+fn brackets() {
+    let c = issue_curve();
+    assert_eq!(c.bracket(43_000.0), vec![2, 4]);
+    assert_eq!(c.bracket(36_000.0), vec![1, 2]);
+    assert_eq!(c.bracket(10_000.0), vec![1, 2]);
+    assert_eq!(c.bracket(500_000.0), vec![8, 16]);
+    assert_eq!(curve(&[(4, 1.0, 1.0)]).bracket(5.0), vec![4]);
+    assert!(Curve::default().bracket(5.0).is_empty());
+}
+
+// Proves a claimed row is judged on the curve beside it when it has one, and says both.
+#[test]
+fn verdict_beside() {
+    let mut frontier = sample();
+    frontier.mixes[1].beside_fractions = vec![0.80, 0.90, 0.86];
+    let verdicts = frontier.verdicts();
+    assert!(verdicts[1].0, "{verdicts:?}");
+    assert!(
+        verdicts[1]
+            .1
+            .contains("re-measured beside it (86.0%; 98.0% of the run's curve"),
+        "{verdicts:?}"
+    );
+    frontier.mixes[1].beside_fractions = vec![0.80];
+    assert!(!frontier.verdicts()[1].0);
+    let line = frontier
+        .table()
+        .lines()
+        .find(|l| l.contains("latency 1.5x"))
+        .unwrap()
+        .to_string();
+    assert!(line.contains("98.0%    80.0%"), "{line}");
+}
+
+// Proves rounds combine into medians: the curve point by point, each mix by label with
+// its fraction in each round against that round's own curve, and the curves' deepest
+// pairs as overhead pairs.
+#[test]
+fn rounds_combine_into_medians() {
+    let one = sample();
+    let mut two = sample();
+    let mut three = sample();
+    two.alone_fio.mean_ns = 40_000.0;
+    three.alone_fio.mean_ns = 36_000.0;
+    for point in &mut two.curve_fio.points {
+        point.iops *= 2.0;
+    }
+    two.mixes[1].bg.iops = 10_000.0;
+    three.mixes[1].bg.iops = 60_000.0;
+    two.mixes[1].targets_us = vec![60];
+    three.mixes[1].depths = vec![2.5];
+    let combined = Frontier::combine(&[one.clone(), two, three]);
+    assert_eq!(combined.rounds, 3);
+    assert_eq!(combined.alone_fio.mean_ns, 36_000.0);
+    assert_eq!(combined.curve_fio, one.curve_fio);
+    let latency = &combined.mixes[1];
+    assert_eq!(latency.bg.iops, 50_000.0);
+    assert_eq!(latency.targets_us, vec![48, 60, 48]);
+    assert_eq!(latency.round_fractions.len(), 3);
+    // Round two's mix has 30K against a curve twice as high: 30/142.9.
+    assert!((latency.round_fractions[1] - 30_000.0 / 142_857.142_857_142_87).abs() < 1e-9);
+    assert_eq!(
+        latency.note(),
+        "target 48-60us, mean bg depth 2.5, rounds 98.0% 21.0% 112.0%"
+    );
+    assert_eq!(combined.overhead_pairs.len(), 3);
+    assert!(combined.table().contains("median of 3 rounds"));
+    assert_eq!(Frontier::combine(&[]), Frontier::default());
+    assert_eq!(median(&[3.0, 1.0, 2.0, 10.0]), 2.5);
+}
+
+// Proves the size suffixes of the table.
+#[test]
+fn kilo_figures() {
+    assert_eq!(kilo(999.4), "999");
+    assert_eq!(kilo(27_349.0), "27.3K");
+    assert_eq!(percent(0.8567), "85.7%");
+    assert_eq!(percent(f64::NAN), "-");
+}
