@@ -417,7 +417,7 @@ fn stack_settings(stack: &str, fixed: &[(String, String)], knobs: &[u64]) -> Vec
 /// Every policy of the catalogue, with both values of a `priorities` switch where it has one.
 fn policy_variants() -> Vec<(&'static PolicyInfo, Vec<(String, String)>)> {
     let mut out = Vec::new();
-    for info in policies::catalog() {
+    for &info in policies::catalog() {
         if info.tunables.iter().any(|t| t.name == "priorities") {
             for value in ["1", "0"] {
                 out.push((info, vec![("priorities".to_string(), value.to_string())]));

@@ -25,6 +25,7 @@
 //!   `idling_needed_for_service_guarantees`).
 //! - **Preemption.** A request of the RT class ends a non-RT queue's turn.
 
+use super::PolicyInfo;
 use crate::fq::{CgroupTree, FairQueue, LeafId};
 use crate::group::{GroupId, Groups};
 use crate::ioprio::IoPrioClass;
@@ -91,6 +92,17 @@ pub const TUNABLES: &[TunableSpec] = &[
         min: 1,
         max: 1_000,
         doc: "how many times a backward seek counts its distance",
+    },
+];
+
+/// This module's entries in the policy catalog (`iosched policies`).
+pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "bfq",
+        aliases: &[],
+        summary: "budget fair queueing over the common layer: per-flow budgets by ioprio weight, cgroups by io.weight, budget feedback, slice_idle (Linux's BFQ without weight raising)",
+        tunables: TUNABLES,
+        build: || Box::new(Bfq::new()),
     },
 ];
 

@@ -20,6 +20,7 @@
 //! Expiry is soft, as in Linux: it is checked only when a batch starts. The bound this gives a
 //! read is `read_expire` plus the batch in progress (and one write batch if writes were starved).
 
+use super::PolicyInfo;
 use crate::ioprio::IoPrioClass;
 use crate::policy::{Dispatch, Policy};
 use crate::request::{
@@ -87,6 +88,17 @@ pub const TUNABLES: &[TunableSpec] = &[
         max: 1,
         doc:
             "1: RT/BE/IDLE levels served strictly (Linux since 5.14); 0: one level, plain deadline",
+    },
+];
+
+/// This module's entries in the policy catalog (`iosched policies`).
+pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "deadline",
+        aliases: &["mq-deadline"],
+        summary: "sector-sorted batches with read/write FIFO expiry and RT/BE/IDLE levels (Linux's mq-deadline)",
+        tunables: TUNABLES,
+        build: || Box::new(Deadline::new()),
     },
 ];
 

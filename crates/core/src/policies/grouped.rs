@@ -29,6 +29,7 @@
 //!
 //! The policy's own tunables are set on every instance.
 
+use super::{anticipatory, cfq, deadline, noop, PolicyInfo};
 use crate::fq::{CgroupTree, FairQueue, FqGroupId, LeafId};
 use crate::group::{GroupId, Groups, IO_WEIGHT_DEFAULT};
 use crate::ioprio::IoPrioClass;
@@ -64,6 +65,50 @@ pub const META_TUNABLES: &[TunableSpec] = &[
         min: 0,
         max: 2,
         doc: "what a group is charged: 0 disk time, 1 bytes, 2 I/Os",
+    },
+];
+
+/// This module's entries in the policy catalog (`iosched policies`).
+pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "grouped-noop",
+        aliases: &["io-noop"],
+        summary: "noop per cgroup under the common fair-queuing layer (seed 003's IO controller noop)",
+        tunables: META_TUNABLES,
+        build: || {
+            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
+            Box::new(Grouped::new("grouped-noop", || Box::new(noop::Noop::new()), noop::TUNABLES, &CELL))
+        },
+    },
+    PolicyInfo {
+        name: "grouped-deadline",
+        aliases: &["io-deadline"],
+        summary: "deadline per cgroup under the common fair-queuing layer (seed 003's IO controller deadline)",
+        tunables: META_TUNABLES,
+        build: || {
+            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
+            Box::new(Grouped::new("grouped-deadline", || Box::new(deadline::Deadline::new()), deadline::TUNABLES, &CELL))
+        },
+    },
+    PolicyInfo {
+        name: "grouped-anticipatory",
+        aliases: &["io-as"],
+        summary: "anticipatory per cgroup under the common fair-queuing layer (seed 003's IO controller AS)",
+        tunables: META_TUNABLES,
+        build: || {
+            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
+            Box::new(Grouped::new("grouped-anticipatory", || Box::new(anticipatory::Anticipatory::new()), anticipatory::TUNABLES, &CELL))
+        },
+    },
+    PolicyInfo {
+        name: "grouped-cfq",
+        aliases: &["io-cfq"],
+        summary: "cfq per cgroup under the common fair-queuing layer (cfq's group scheduling, as seed 003 builds it)",
+        tunables: META_TUNABLES,
+        build: || {
+            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
+            Box::new(Grouped::new("grouped-cfq", || Box::new(cfq::Cfq::new()), cfq::TUNABLES, &CELL))
+        },
     },
 ];
 

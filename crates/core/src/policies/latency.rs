@@ -75,6 +75,7 @@
 //! Everything is bounded: the queues by the elevator's `nr_requests`, the record of requests in
 //! flight likewise, and the controller is a handful of integers.
 
+use super::PolicyInfo;
 use crate::ioprio::{IoPrio, IoPrioClass};
 use crate::policy::{Dispatch, Policy};
 use crate::request::{merge_back, merge_front, mergeable, MergeLimits, Request, RequestId};
@@ -119,6 +120,17 @@ pub const TUNABLES: &[TunableSpec] = &[
         doc: "1: requests reach the device with their own priority; 0: with none, since this \
               policy has already ordered them (a priority-aware scheduler below would hold the \
               background back again)",
+    },
+];
+
+/// This module's entries in the policy catalog (`iosched policies`).
+pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "latency",
+        aliases: &[],
+        summary: "a foreground latency target: the best priority present goes first, the rest only up to a depth found from the foreground's measured latencies (in the spirit of io.latency)",
+        tunables: TUNABLES,
+        build: || Box::new(Latency::new()),
     },
 ];
 

@@ -1,13 +1,5 @@
 //! Every policy iosched implements, and the catalog that builds them by name.
 
-pub mod anticipatory;
-pub mod bfq;
-pub mod cfq;
-pub mod deadline;
-pub mod grouped;
-pub mod latency;
-pub mod noop;
-
 use crate::policy::Policy;
 use crate::tunable::TunableSpec;
 use std::fmt;
@@ -50,100 +42,35 @@ impl fmt::Display for UnknownPolicy {
 
 impl std::error::Error for UnknownPolicy {}
 
-static CATALOG: &[PolicyInfo] = &[
-    PolicyInfo {
-        name: "noop",
-        aliases: &["none"],
-        summary: "FIFO with front and back merging (Linux's none/noop)",
-        tunables: noop::TUNABLES,
-        build: || Box::new(noop::Noop::new()),
-    },
-    PolicyInfo {
-        name: "deadline",
-        aliases: &["mq-deadline"],
-        summary: "sector-sorted batches with read/write FIFO expiry and RT/BE/IDLE levels (Linux's mq-deadline)",
-        tunables: deadline::TUNABLES,
-        build: || Box::new(deadline::Deadline::new()),
-    },
-    PolicyInfo {
-        name: "anticipatory",
-        aliases: &["as"],
-        summary: "one-way elevator, read/write batches and anticipation after sync reads, with seed 000's per-level priorities (Linux's historic AS)",
-        tunables: anticipatory::TUNABLES,
-        build: || Box::new(anticipatory::Anticipatory::new()),
-    },
-    PolicyInfo {
-        name: "cfq",
-        aliases: &[],
-        summary: "per-flow time slices with idling, RT/BE/IDLE classes and priority-scaled slices (Linux's historic CFQ, without cgroups)",
-        tunables: cfq::TUNABLES,
-        build: || Box::new(cfq::Cfq::new()),
-    },
-    PolicyInfo {
-        name: "bfq",
-        aliases: &[],
-        summary: "budget fair queueing over the common layer: per-flow budgets by ioprio weight, cgroups by io.weight, budget feedback, slice_idle (Linux's BFQ without weight raising)",
-        tunables: bfq::TUNABLES,
-        build: || Box::new(bfq::Bfq::new()),
-    },
-    PolicyInfo {
-        name: "grouped-noop",
-        aliases: &["io-noop"],
-        summary: "noop per cgroup under the common fair-queuing layer (seed 003's IO controller noop)",
-        tunables: grouped::META_TUNABLES,
-        build: || {
-            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
-            Box::new(grouped::Grouped::new("grouped-noop", || Box::new(noop::Noop::new()), noop::TUNABLES, &CELL))
-        },
-    },
-    PolicyInfo {
-        name: "grouped-deadline",
-        aliases: &["io-deadline"],
-        summary: "deadline per cgroup under the common fair-queuing layer (seed 003's IO controller deadline)",
-        tunables: grouped::META_TUNABLES,
-        build: || {
-            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
-            Box::new(grouped::Grouped::new("grouped-deadline", || Box::new(deadline::Deadline::new()), deadline::TUNABLES, &CELL))
-        },
-    },
-    PolicyInfo {
-        name: "grouped-anticipatory",
-        aliases: &["io-as"],
-        summary: "anticipatory per cgroup under the common fair-queuing layer (seed 003's IO controller AS)",
-        tunables: grouped::META_TUNABLES,
-        build: || {
-            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
-            Box::new(grouped::Grouped::new("grouped-anticipatory", || Box::new(anticipatory::Anticipatory::new()), anticipatory::TUNABLES, &CELL))
-        },
-    },
-    PolicyInfo {
-        name: "grouped-cfq",
-        aliases: &["io-cfq"],
-        summary: "cfq per cgroup under the common fair-queuing layer (cfq's group scheduling, as seed 003 builds it)",
-        tunables: grouped::META_TUNABLES,
-        build: || {
-            static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
-            Box::new(grouped::Grouped::new("grouped-cfq", || Box::new(cfq::Cfq::new()), cfq::TUNABLES, &CELL))
-        },
-    },
-    PolicyInfo {
-        name: "latency",
-        aliases: &[],
-        summary: "a foreground latency target: the best priority present goes first, the rest only up to a depth found from the foreground's measured latencies (in the spirit of io.latency)",
-        tunables: latency::TUNABLES,
-        build: || Box::new(latency::Latency::new()),
-    },
-];
+/// Every policy module, in the order `iosched policies` lists them: adding a policy is its
+/// file (with its `TUNABLES` and `POLICIES`) and one line in `register!` below.
+macro_rules! register {
+    ($($module:ident,)*) => {
+        $(pub mod $module;)*
 
-/// Every policy, in the order `iosched policies` lists them.
-pub fn catalog() -> &'static [PolicyInfo] {
-    CATALOG
+        /// Every policy, in the order `iosched policies` lists them.
+        pub fn catalog() -> &'static [&'static PolicyInfo] {
+            static CATALOG: OnceLock<Vec<&'static PolicyInfo>> = OnceLock::new();
+            CATALOG.get_or_init(|| [$($module::POLICIES),*].into_iter().flatten().collect())
+        }
+    };
+}
+
+register! {
+    noop,
+    deadline,
+    anticipatory,
+    cfq,
+    bfq,
+    grouped,
+    latency,
 }
 
 /// The catalog entry for `name` or one of its aliases.
 pub fn find(name: &str) -> Result<&'static PolicyInfo, UnknownPolicy> {
-    CATALOG
+    catalog()
         .iter()
+        .copied()
         .find(|p| p.name == name || p.aliases.contains(&name))
         .ok_or_else(|| UnknownPolicy {
             name: name.to_string(),

@@ -5,6 +5,7 @@
 //! that makes two queued requests adjacent, the later-queued one is folded into the earlier, so
 //! the order of what leaves is still the order in which the survivors arrived.
 
+use super::PolicyInfo;
 use crate::policy::{Dispatch, Policy};
 use crate::request::{merge_back, merge_front, mergeable, MergeLimits, Request};
 use crate::time::Nanos;
@@ -14,6 +15,17 @@ use std::collections::VecDeque;
 /// noop has no tunables of its own; the queue's `nr_requests`, `max_sectors_kb` and `nomerges`
 /// apply.
 pub const TUNABLES: &[TunableSpec] = &[];
+
+/// This module's entries in the policy catalog (`iosched policies`).
+pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "noop",
+        aliases: &["none"],
+        summary: "FIFO with front and back merging (Linux's none/noop)",
+        tunables: TUNABLES,
+        build: || Box::new(Noop::new()),
+    },
+];
 
 /// The noop policy.
 #[derive(Debug, Default)]

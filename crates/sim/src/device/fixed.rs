@@ -145,3 +145,11 @@ impl Device for Fixed {
         vec![("completed".into(), self.completed as f64)]
     }
 }
+
+/// This model's entry in the device catalog (`iosched devices`).
+pub const MODEL: super::ModelInfo = super::ModelInfo {
+        name: "fixed",
+        summary: "every command takes a fixed time, `parallelism` at once (for tests and teaching)",
+        build: |settings, _seed| Ok(Box::new(Fixed::from_settings(settings)?)),
+        derived_from: &[],
+};

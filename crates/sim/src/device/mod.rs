@@ -15,10 +15,6 @@
 //! The event loop calls `advance(now)` before each `submit(now)`, so a device never sees time go
 //! backwards. Devices may draw random numbers only from the seed they were built with.
 
-pub mod fixed;
-pub mod hdd;
-pub mod ssd;
-
 use iosched_core::{Nanos, Request};
 use iosched_fio::Parameter;
 use std::fmt;
@@ -155,32 +151,24 @@ pub struct ModelInfo {
     pub derived_from: &'static [(&'static str, &'static [&'static str])],
 }
 
-static CATALOG: &[ModelInfo] = &[
-    ModelInfo {
-        name: "fixed",
-        summary: "every command takes a fixed time, `parallelism` at once (for tests and teaching)",
-        build: |settings, _seed| Ok(Box::new(fixed::Fixed::from_settings(settings)?)),
-        derived_from: &[],
-    },
-    ModelInfo {
-        name: "hdd",
-        summary: "7200 rpm SATA disk (Deskstar 7K500 class): zones, seek curve, rotation, \
-                  read-ahead and write-back cache, NCQ aged SPTF",
-        build: |settings, seed| Ok(Box::new(hdd::Hdd::from_settings(settings, seed)?)),
-        derived_from: hdd::DERIVED_FROM,
-    },
-    ModelInfo {
-        name: "ssd",
-        summary: "NVMe-class flash drive: 8 channels x 4 dies, tR 60 us, tPROG 750 us, DRAM \
-                  write buffer",
-        build: |settings, _seed| Ok(Box::new(ssd::Ssd::from_settings(settings)?)),
-        derived_from: ssd::DERIVED_FROM,
-    },
-];
+/// Every device model module, in the order `iosched devices` lists them: adding a model is its
+/// file (with its `MODEL`) and one line in `register!` below.
+macro_rules! register {
+    ($($module:ident,)*) => {
+        $(pub mod $module;)*
 
-/// Every device model.
-pub fn catalog() -> &'static [ModelInfo] {
-    CATALOG
+        /// Every device model.
+        pub fn catalog() -> &'static [&'static ModelInfo] {
+            static CATALOG: &[&ModelInfo] = &[$(&$module::MODEL),*];
+            CATALOG
+        }
+    };
+}
+
+register! {
+    fixed,
+    hdd,
+    ssd,
 }
 
 /// Builds model `name` with `settings` over its defaults.
@@ -189,8 +177,9 @@ pub fn build(
     settings: &[(String, String)],
     seed: u64,
 ) -> Result<Box<dyn Device>, DeviceError> {
-    let info = CATALOG
+    let info = catalog()
         .iter()
+        .copied()
         .find(|m| m.name == name)
         .ok_or_else(|| DeviceError::UnknownModel(name.to_string()))?;
     (info.build)(settings, seed).map_err(|error| match error {

@@ -798,6 +798,16 @@ impl Device for Ssd {
     }
 }
 
+
+/// This model's entry in the device catalog (`iosched devices`).
+pub const MODEL: super::ModelInfo = super::ModelInfo {
+        name: "ssd",
+        summary: "NVMe-class flash drive: 8 channels x 4 dies, tR 60 us, tPROG 750 us, DRAM \
+                  write buffer",
+        build: |settings, _seed| Ok(Box::new(Ssd::from_settings(settings)?)),
+        derived_from: DERIVED_FROM,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

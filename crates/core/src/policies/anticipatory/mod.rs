@@ -64,6 +64,7 @@ mod level;
 #[cfg(test)]
 mod tests;
 
+use super::PolicyInfo;
 use crate::ioprio::IoPrioClass;
 use crate::policy::{Dispatch, Policy};
 use crate::request::{merge_back, merge_front, mergeable, FlowId, MergeLimits, Request, RequestId};
@@ -139,6 +140,17 @@ pub const TUNABLES: &[TunableSpec] = &[
         min: 1,
         max: 3_600_000,
         doc: "a level left unserved this long gets one uninterruptible batch (the starvation bound)",
+    },
+];
+
+/// This module's entries in the policy catalog (`iosched policies`).
+pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "anticipatory",
+        aliases: &["as"],
+        summary: "one-way elevator, read/write batches and anticipation after sync reads, with seed 000's per-level priorities (Linux's historic AS)",
+        tunables: TUNABLES,
+        build: || Box::new(Anticipatory::new()),
     },
 ];
 

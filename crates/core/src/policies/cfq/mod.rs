@@ -109,6 +109,7 @@ mod slice;
 #[cfg(test)]
 mod tests;
 
+use super::PolicyInfo;
 use crate::ioprio::{IoPrio, IoPrioClass};
 use crate::policy::{Dispatch, Policy};
 use crate::request::{merge_back, merge_front, mergeable, FlowId, MergeLimits, Request, RequestId};
@@ -214,6 +215,17 @@ pub const TUNABLES: &[TunableSpec] = &[
         max: 3_600_000,
         doc: "with low_latency, the time one round of a class's busy queues should take (a \
               constant in 2.6.35, a sysfs file in later kernels)",
+    },
+];
+
+/// This module's entries in the policy catalog (`iosched policies`).
+pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "cfq",
+        aliases: &[],
+        summary: "per-flow time slices with idling, RT/BE/IDLE classes and priority-scaled slices (Linux's historic CFQ, without cgroups)",
+        tunables: TUNABLES,
+        build: || Box::new(Cfq::new()),
     },
 ];
 

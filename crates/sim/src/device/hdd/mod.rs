@@ -589,3 +589,12 @@ impl Device for Hdd {
         .collect()
     }
 }
+
+/// This model's entry in the device catalog (`iosched devices`).
+pub const MODEL: super::ModelInfo = super::ModelInfo {
+        name: "hdd",
+        summary: "7200 rpm SATA disk (Deskstar 7K500 class): zones, seek curve, rotation, \
+                  read-ahead and write-back cache, NCQ aged SPTF",
+        build: |settings, seed| Ok(Box::new(Hdd::from_settings(settings, seed)?)),
+        derived_from: DERIVED_FROM,
+};
