@@ -82,6 +82,27 @@ fn the_example_compares_policies_with_verdicts() {
         html.contains("policies protect reader"),
         "the headline is on the page"
     );
+    // Rendered as a person sees it: headless Chromium finds every chart drawn (CI installs
+    // it; elsewhere the check is skipped when it is missing).
+    if !Path::new("/usr/bin/chromium").exists() {
+        assert!(std::env::var_os("CI").is_none(), "CI must install chromium");
+        eprintln!("skipped the browser check: /usr/bin/chromium is missing");
+        return;
+    }
+    let shot = dir.join("isolation.png");
+    let check = Command::new("bash")
+        .arg(repository().join("scripts/check-report.sh"))
+        .arg(&report)
+        .arg(&shot)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}{}",
+        text(&check.stdout),
+        text(&check.stderr)
+    );
+    assert!(text(&check.stderr).contains("charts") || text(&check.stdout).contains("charts"));
 }
 
 // Proves a job file where no job stands out gets no verdicts but says how to mark one, and

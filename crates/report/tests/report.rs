@@ -283,6 +283,21 @@ fn summary_and_titles_are_escaped() {
     assert_eq!(html.matches("<script>").count(), 1);
 }
 
+// Proves a comparison's headline replaces the count of claims that hold (its verdicts judge
+// policies, not the study), above the verdicts, escaped, and that the page prints cleanly.
+#[test]
+fn a_headline_sums_up_the_verdicts() {
+    let mut study = study().clone();
+    study.headline = Some("1 of 2 policies protect <reader>".into());
+    let html = iosched_report::html(&study);
+    assert!(html.contains("1 of 2 policies protect &lt;reader&gt;"));
+    assert!(!html.contains("claims do not hold") && !html.contains("claims hold"));
+    let headline = html.find("class=\"headline\"").unwrap();
+    let first_verdict = html.find("class=\"verdict ").unwrap();
+    assert!(headline < first_verdict);
+    assert!(html.contains("@media print"), "a print style");
+}
+
 /// Whether Chromium is here to render with. In CI it must be (CI installs it); elsewhere the
 /// browser tests are skipped with a message.
 fn chromium_available() -> bool {
