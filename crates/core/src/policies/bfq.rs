@@ -473,6 +473,59 @@ impl Policy for Bfq {
         limits: MergeLimits,
         _now: Nanos,
     ) -> Result<(), Request> {
+        self.merge_request(request, limits, _now)
+    }
+
+    fn insert(&mut self, request: Request, now: Nanos) {
+        self.insert_request(request, now)
+    }
+
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.dispatch_next(now)
+    }
+
+    fn completed(&mut self, request: &Request, now: Nanos) {
+        self.request_completed(request, now)
+    }
+
+    fn requeue(&mut self, request: Request, _now: Nanos) {
+        if let Some(queue) = self.queues.get_mut(&Self::key_of(&request)) {
+            queue.in_flight = queue.in_flight.saturating_sub(1);
+        }
+        self.queued += 1;
+        self.requeued.push_back(request);
+    }
+
+    fn queued(&self) -> usize {
+        self.queued
+    }
+
+    fn drain(&mut self, out: &mut Vec<Request>) {
+        self.drain_all(out)
+    }
+
+    fn tunables(&self) -> &'static [TunableSpec] {
+        TUNABLES
+    }
+
+    fn tunable(&self, name: &str) -> Result<u64, TunableError> {
+        self.tunable_value(name)
+    }
+
+    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+        self.set_tunable_value(name, value)
+    }
+}
+
+impl Bfq {
+    /// Merges a request into a queued one it adjoins, within this policy's rules, or hands it
+    /// back.
+    pub(super) fn merge_request(
+        &mut self,
+        request: Request,
+        limits: MergeLimits,
+        _now: Nanos,
+    ) -> Result<(), Request> {
         let key = Self::key_of(&request);
         let Some(queue) = self.queues.get_mut(&key) else {
             return Err(request);
@@ -508,7 +561,8 @@ impl Policy for Bfq {
         Ok(())
     }
 
-    fn insert(&mut self, request: Request, now: Nanos) {
+    /// Queues a request.
+    pub(super) fn insert_request(&mut self, request: Request, now: Nanos) {
         let key = self.queue_for(&request);
         let dir = usize::from(!request.sync);
         let expires = now.saturating_add(self.fifo_expire[dir]);
@@ -533,7 +587,8 @@ impl Policy for Bfq {
         }
     }
 
-    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+    /// The next request for the device, a time to wait until, or nothing.
+    pub(super) fn dispatch_next(&mut self, now: Nanos) -> Dispatch {
         if let Some(request) = self.requeued.pop_front() {
             self.queued -= 1;
             if let Some(queue) = self.queues.get_mut(&Self::key_of(&request)) {
@@ -613,26 +668,16 @@ impl Policy for Bfq {
         Dispatch::Empty
     }
 
-    fn completed(&mut self, request: &Request, now: Nanos) {
+    /// A dispatched request completed.
+    pub(super) fn request_completed(&mut self, request: &Request, now: Nanos) {
         if let Some(queue) = self.queues.get_mut(&Self::key_of(request)) {
             queue.in_flight = queue.in_flight.saturating_sub(1);
             queue.last_completion = now;
         }
     }
 
-    fn requeue(&mut self, request: Request, _now: Nanos) {
-        if let Some(queue) = self.queues.get_mut(&Self::key_of(&request)) {
-            queue.in_flight = queue.in_flight.saturating_sub(1);
-        }
-        self.queued += 1;
-        self.requeued.push_back(request);
-    }
-
-    fn queued(&self) -> usize {
-        self.queued
-    }
-
-    fn drain(&mut self, out: &mut Vec<Request>) {
+    /// Hands back every queued request (the elevator is switching).
+    pub(super) fn drain_all(&mut self, out: &mut Vec<Request>) {
         let start = out.len();
         out.extend(self.requeued.drain(..));
         for queue in self.queues.values_mut() {
@@ -652,11 +697,8 @@ impl Policy for Bfq {
         self.idle_until = None;
     }
 
-    fn tunables(&self) -> &'static [TunableSpec] {
-        TUNABLES
-    }
-
-    fn tunable(&self, name: &str) -> Result<u64, TunableError> {
+    /// A tunable's value, in its sysfs unit.
+    pub(super) fn tunable_value(&self, name: &str) -> Result<u64, TunableError> {
         Ok(match name {
             "slice_idle" => self.slice_idle / MILLISECOND,
             "timeout_sync" => self.timeout_sync / MILLISECOND,
@@ -669,7 +711,8 @@ impl Policy for Bfq {
         })
     }
 
-    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+    /// Sets a tunable, in its sysfs unit.
+    pub(super) fn set_tunable_value(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
         let value = crate::tunable::find(TUNABLES, name)?.check(value)?;
         match name {
             "slice_idle" => self.slice_idle = from_millis(value),

@@ -332,6 +332,60 @@ impl Policy for Deadline {
         limits: MergeLimits,
         _now: Nanos,
     ) -> Result<(), Request> {
+        self.merge_request(request, limits, _now)
+    }
+
+    fn insert(&mut self, request: Request, now: Nanos) {
+        self.insert_request(request, now)
+    }
+
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.dispatch_next(now)
+    }
+
+    fn completed(&mut self, request: &Request, _now: Nanos) {
+        self.request_completed(request, _now)
+    }
+
+    fn requeue(&mut self, request: Request, _now: Nanos) {
+        self.queued += 1;
+        self.requeued.push_back(request);
+    }
+
+    fn queued(&self) -> usize {
+        debug_assert_eq!(
+            self.queued,
+            self.requeued.len() + self.levels.iter().map(Level::queued).sum::<usize>()
+        );
+        self.queued
+    }
+
+    fn drain(&mut self, out: &mut Vec<Request>) {
+        self.drain_all(out)
+    }
+
+    fn tunables(&self) -> &'static [TunableSpec] {
+        TUNABLES
+    }
+
+    fn tunable(&self, name: &str) -> Result<u64, TunableError> {
+        self.tunable_value(name)
+    }
+
+    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+        self.set_tunable_value(name, value)
+    }
+}
+
+impl Deadline {
+    /// Merges a request into a queued one it adjoins, within this policy's rules, or hands it
+    /// back.
+    pub(super) fn merge_request(
+        &mut self,
+        request: Request,
+        limits: MergeLimits,
+        _now: Nanos,
+    ) -> Result<(), Request> {
         let level = level_of(&request, self.priorities);
         let dir = request.direction() as usize;
         let current = &mut self.levels[level];
@@ -370,7 +424,8 @@ impl Policy for Deadline {
         Ok(())
     }
 
-    fn insert(&mut self, request: Request, now: Nanos) {
+    /// Queues a request.
+    pub(super) fn insert_request(&mut self, request: Request, now: Nanos) {
         let level = level_of(&request, self.priorities);
         let dir = request.direction() as usize;
         let fifo_time = now.saturating_add(self.fifo_expire[dir]);
@@ -380,7 +435,8 @@ impl Policy for Deadline {
         self.queued += 1;
     }
 
-    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+    /// The next request for the device, a time to wait until, or nothing.
+    pub(super) fn dispatch_next(&mut self, now: Nanos) -> Dispatch {
         if let Some(request) = self.requeued.pop_front() {
             // A requeued request counts as queued until it leaves again (found by fuzzing: the
             // count stayed one high, so the queue never looked empty).
@@ -403,7 +459,8 @@ impl Policy for Deadline {
         Dispatch::Empty
     }
 
-    fn completed(&mut self, request: &Request, _now: Nanos) {
+    /// A dispatched request completed.
+    pub(super) fn request_completed(&mut self, request: &Request, _now: Nanos) {
         let level = &mut self.levels[level_of(request, self.priorities)];
         assert!(
             level.pending > 0,
@@ -412,20 +469,8 @@ impl Policy for Deadline {
         level.pending -= 1;
     }
 
-    fn requeue(&mut self, request: Request, _now: Nanos) {
-        self.queued += 1;
-        self.requeued.push_back(request);
-    }
-
-    fn queued(&self) -> usize {
-        debug_assert_eq!(
-            self.queued,
-            self.requeued.len() + self.levels.iter().map(Level::queued).sum::<usize>()
-        );
-        self.queued
-    }
-
-    fn drain(&mut self, out: &mut Vec<Request>) {
+    /// Hands back every queued request (the elevator is switching).
+    pub(super) fn drain_all(&mut self, out: &mut Vec<Request>) {
         out.extend(self.requeued.drain(..));
         for level in &mut self.levels {
             let mut entries: Vec<Entry> = Vec::with_capacity(level.queued());
@@ -440,11 +485,8 @@ impl Policy for Deadline {
         self.queued = 0;
     }
 
-    fn tunables(&self) -> &'static [TunableSpec] {
-        TUNABLES
-    }
-
-    fn tunable(&self, name: &str) -> Result<u64, TunableError> {
+    /// A tunable's value, in its sysfs unit.
+    pub(super) fn tunable_value(&self, name: &str) -> Result<u64, TunableError> {
         Ok(match name {
             "read_expire" => self.fifo_expire[0] / MILLISECOND,
             "write_expire" => self.fifo_expire[1] / MILLISECOND,
@@ -457,7 +499,8 @@ impl Policy for Deadline {
         })
     }
 
-    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+    /// Sets a tunable, in its sysfs unit.
+    pub(super) fn set_tunable_value(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
         let spec = crate::tunable::find(TUNABLES, name)?;
         let value = spec.check(value)?;
         match name {

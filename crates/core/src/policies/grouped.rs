@@ -328,6 +328,74 @@ impl Policy for Grouped {
     }
 
     fn set_groups(&mut self, groups: &Groups) {
+        self.apply_groups(groups)
+    }
+
+    fn try_merge(
+        &mut self,
+        request: Request,
+        limits: MergeLimits,
+        now: Nanos,
+    ) -> Result<(), Request> {
+        self.merge_request(request, limits, now)
+    }
+
+    fn insert(&mut self, request: Request, now: Nanos) {
+        self.insert_request(request, now)
+    }
+
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.dispatch_next(now)
+    }
+
+    fn completed(&mut self, request: &Request, now: Nanos) {
+        self.request_completed(request, now)
+    }
+
+    fn requeue(&mut self, request: Request, now: Nanos) {
+        let group = request.group;
+        let queue = self.queue(group);
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+        queue.policy.requeue(request, now);
+        let (leaf, budget, drained) = (queue.leaf, queue.budget, queue.in_flight == 0);
+        // A requeue ends the wait for the last turn's requests as a completion does: the
+        // device has handed the request back (found by fuzzing: the policy waited forever).
+        if let Some(turn) = self.draining {
+            if turn.group == group && drained {
+                self.draining = None;
+                self.finish(turn, now);
+            }
+        }
+        self.resync(group);
+        if !self.fq.is_active(leaf).expect("live leaf") {
+            self.fq.activate(leaf, budget).expect("live leaf");
+        }
+    }
+
+    fn queued(&self) -> usize {
+        self.queued
+    }
+
+    fn drain(&mut self, out: &mut Vec<Request>) {
+        self.drain_all(out)
+    }
+
+    fn tunables(&self) -> &'static [TunableSpec] {
+        self.tunables
+    }
+
+    fn tunable(&self, name: &str) -> Result<u64, TunableError> {
+        self.tunable_value(name)
+    }
+
+    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+        self.set_tunable_value(name, value)
+    }
+}
+
+impl Grouped {
+    /// Takes the cgroup tree and its io controller settings.
+    pub(super) fn apply_groups(&mut self, groups: &Groups) {
         self.cgroups.set_groups(groups, &mut self.fq);
         for queue in self.queues.values_mut() {
             queue.policy.set_groups(groups);
@@ -344,7 +412,9 @@ impl Policy for Grouped {
         }
     }
 
-    fn try_merge(
+    /// Merges a request into a queued one it adjoins, within this policy's rules, or hands it
+    /// back.
+    pub(super) fn merge_request(
         &mut self,
         request: Request,
         limits: MergeLimits,
@@ -359,7 +429,8 @@ impl Policy for Grouped {
         outcome
     }
 
-    fn insert(&mut self, request: Request, now: Nanos) {
+    /// Queues a request.
+    pub(super) fn insert_request(&mut self, request: Request, now: Nanos) {
         let group = request.group;
         let queue = self.queue(group);
         queue.policy.insert(request, now);
@@ -373,7 +444,8 @@ impl Policy for Grouped {
         }
     }
 
-    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+    /// The next request for the device, a time to wait until, or nothing.
+    pub(super) fn dispatch_next(&mut self, now: Nanos) -> Dispatch {
         // Each pass either serves, waits, or ends a turn; a turn ends at most once per group.
         for _ in 0..=self.queues.len() + 1 {
             if self.draining.is_some() {
@@ -457,7 +529,8 @@ impl Policy for Grouped {
         Dispatch::Empty
     }
 
-    fn completed(&mut self, request: &Request, now: Nanos) {
+    /// A dispatched request completed.
+    pub(super) fn request_completed(&mut self, request: &Request, now: Nanos) {
         if let Some(queue) = self.queues.get_mut(&request.group) {
             queue.in_flight = queue.in_flight.saturating_sub(1);
             queue.last_completion = now;
@@ -472,31 +545,8 @@ impl Policy for Grouped {
         }
     }
 
-    fn requeue(&mut self, request: Request, now: Nanos) {
-        let group = request.group;
-        let queue = self.queue(group);
-        queue.in_flight = queue.in_flight.saturating_sub(1);
-        queue.policy.requeue(request, now);
-        let (leaf, budget, drained) = (queue.leaf, queue.budget, queue.in_flight == 0);
-        // A requeue ends the wait for the last turn's requests as a completion does: the
-        // device has handed the request back (found by fuzzing: the policy waited forever).
-        if let Some(turn) = self.draining {
-            if turn.group == group && drained {
-                self.draining = None;
-                self.finish(turn, now);
-            }
-        }
-        self.resync(group);
-        if !self.fq.is_active(leaf).expect("live leaf") {
-            self.fq.activate(leaf, budget).expect("live leaf");
-        }
-    }
-
-    fn queued(&self) -> usize {
-        self.queued
-    }
-
-    fn drain(&mut self, out: &mut Vec<Request>) {
+    /// Hands back every queued request (the elevator is switching).
+    pub(super) fn drain_all(&mut self, out: &mut Vec<Request>) {
         let start = out.len();
         for queue in self.queues.values_mut() {
             queue.policy.drain(out);
@@ -511,11 +561,8 @@ impl Policy for Grouped {
         self.idle_until = None;
     }
 
-    fn tunables(&self) -> &'static [TunableSpec] {
-        self.tunables
-    }
-
-    fn tunable(&self, name: &str) -> Result<u64, TunableError> {
+    /// A tunable's value, in its sysfs unit.
+    pub(super) fn tunable_value(&self, name: &str) -> Result<u64, TunableError> {
         match name {
             "group_slice" => Ok(self.group_slice / MILLISECOND),
             "group_idle" => Ok(self.group_idle / MILLISECOND),
@@ -533,7 +580,8 @@ impl Policy for Grouped {
         }
     }
 
-    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+    /// Sets a tunable, in its sysfs unit.
+    pub(super) fn set_tunable_value(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
         let spec = crate::tunable::find(self.tunables, name)?;
         let value = spec.check(value)?;
         match name {

@@ -386,6 +386,69 @@ impl Policy for Latency {
         limits: MergeLimits,
         _now: Nanos,
     ) -> Result<(), Request> {
+        self.merge_request(request, limits, _now)
+    }
+
+    fn insert(&mut self, request: Request, now: Nanos) {
+        self.insert_request(request, now)
+    }
+
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.dispatch_next(now)
+    }
+
+    fn completed(&mut self, request: &Request, now: Nanos) {
+        self.request_completed(request, now)
+    }
+
+    fn requeue(&mut self, request: Request, _now: Nanos) {
+        let flight = self
+            .in_flight
+            .remove(&request.id)
+            .expect("a requeued request was dispatched");
+        self.flying[flight.rank] -= 1;
+        self.queued += 1;
+        self.queues[flight.rank].push_front(request);
+    }
+
+    fn queued(&self) -> usize {
+        debug_assert_eq!(
+            self.queued,
+            self.queues.iter().map(VecDeque::len).sum::<usize>()
+        );
+        self.queued
+    }
+
+    fn drain(&mut self, out: &mut Vec<Request>) {
+        self.drain_all(out)
+    }
+
+    fn tunables(&self) -> &'static [TunableSpec] {
+        TUNABLES
+    }
+
+    fn tunable(&self, name: &str) -> Result<u64, TunableError> {
+        self.tunable_value(name)
+    }
+
+    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+        self.set_tunable_value(name, value)
+    }
+
+    fn counters(&self) -> Vec<(&'static str, f64)> {
+        self.counter_values()
+    }
+}
+
+impl Latency {
+    /// Merges a request into a queued one it adjoins, within this policy's rules, or hands it
+    /// back.
+    pub(super) fn merge_request(
+        &mut self,
+        request: Request,
+        limits: MergeLimits,
+        _now: Nanos,
+    ) -> Result<(), Request> {
         // Requests of one priority only merge with each other, so one rank's queue holds every
         // candidate; newest first, as a stream continues what it queued last.
         let queue = &mut self.queues[rank(&request)];
@@ -405,7 +468,8 @@ impl Policy for Latency {
         Ok(())
     }
 
-    fn insert(&mut self, request: Request, now: Nanos) {
+    /// Queues a request.
+    pub(super) fn insert_request(&mut self, request: Request, now: Nanos) {
         let rank = rank(&request);
         match self.foreground {
             Some(foreground) if foreground == rank => self.foreground_seen = now,
@@ -422,7 +486,8 @@ impl Policy for Latency {
         self.queues[rank].push_back(request);
     }
 
-    fn dispatch(&mut self, now: Nanos) -> Dispatch {
+    /// The next request for the device, a time to wait until, or nothing.
+    pub(super) fn dispatch_next(&mut self, now: Nanos) -> Dispatch {
         self.expire_foreground(now);
         let Some(foreground) = self.foreground else {
             return Dispatch::Empty;
@@ -452,7 +517,8 @@ impl Policy for Latency {
         self.take(rank, now)
     }
 
-    fn completed(&mut self, request: &Request, now: Nanos) {
+    /// A dispatched request completed.
+    pub(super) fn request_completed(&mut self, request: &Request, now: Nanos) {
         let Some(flight) = self.in_flight.remove(&request.id) else {
             panic!("completion of a request this policy did not dispatch: {request}");
         };
@@ -478,25 +544,8 @@ impl Policy for Latency {
         }
     }
 
-    fn requeue(&mut self, request: Request, _now: Nanos) {
-        let flight = self
-            .in_flight
-            .remove(&request.id)
-            .expect("a requeued request was dispatched");
-        self.flying[flight.rank] -= 1;
-        self.queued += 1;
-        self.queues[flight.rank].push_front(request);
-    }
-
-    fn queued(&self) -> usize {
-        debug_assert_eq!(
-            self.queued,
-            self.queues.iter().map(VecDeque::len).sum::<usize>()
-        );
-        self.queued
-    }
-
-    fn drain(&mut self, out: &mut Vec<Request>) {
+    /// Hands back every queued request (the elevator is switching).
+    pub(super) fn drain_all(&mut self, out: &mut Vec<Request>) {
         let mut all: Vec<Request> = Vec::with_capacity(self.queued);
         for (rank, queue) in self.queues.iter_mut().enumerate() {
             self.pending[rank] -= queue.len() as u32;
@@ -507,11 +556,8 @@ impl Policy for Latency {
         self.queued = 0;
     }
 
-    fn tunables(&self) -> &'static [TunableSpec] {
-        TUNABLES
-    }
-
-    fn tunable(&self, name: &str) -> Result<u64, TunableError> {
+    /// A tunable's value, in its sysfs unit.
+    pub(super) fn tunable_value(&self, name: &str) -> Result<u64, TunableError> {
         Ok(match name {
             "target_latency_us" => self.target / MICROSECOND,
             "window_ms" => self.window / MILLISECOND,
@@ -521,7 +567,8 @@ impl Policy for Latency {
         })
     }
 
-    fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+    /// Sets a tunable, in its sysfs unit.
+    pub(super) fn set_tunable_value(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
         let spec = crate::tunable::find(TUNABLES, name)?;
         let value = spec.check(value)?;
         match name {
@@ -537,7 +584,8 @@ impl Policy for Latency {
         Ok(())
     }
 
-    fn counters(&self) -> Vec<(&'static str, f64)> {
+    /// The policy's own counters, for the report.
+    pub(super) fn counter_values(&self) -> Vec<(&'static str, f64)> {
         let mean_depth = if self.depth_time > 0 {
             self.depth_area as f64 / self.depth_time as f64 / f64::from(ONE)
         } else {
