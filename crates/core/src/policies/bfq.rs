@@ -337,8 +337,9 @@ impl Bfq {
         }
     }
 
-    /// Whether idling for the queue in service is worth it: it is sequential, or the
-    /// queues with work do not all weigh the same, or several groups have work.
+    /// Whether idling for the queue in service is worth it: it is sequential, or the scenario
+    /// is asymmetric (`bfq_asymmetric_scenario` in block/bfq-iosched.c): the queues with work
+    /// do not all weigh the same, or are of more than one class, or several groups have work.
     fn better_to_idle(&self, key: QueueKey) -> bool {
         let queue = &self.queues[&key];
         if !queue.sync || self.slice_idle == 0 {
@@ -355,14 +356,24 @@ impl Bfq {
             .filter(busy)
             .map(|(_, q)| self.fq.weight(q.leaf).unwrap_or(0));
         let first = weights.next();
-        let asymmetric = weights.any(|w| Some(w) != first);
+        let varied_weights = weights.any(|w| Some(w) != first);
+        // Queues of two classes with work (RT and BE, say) are asymmetric too: without idling
+        // the lower class's requests would reach the device between the higher's
+        // (`multiple_classes_busy` in bfq_asymmetric_scenario).
+        let classes: std::collections::BTreeSet<u8> = self
+            .queues
+            .iter()
+            .filter(busy)
+            .filter_map(|(_, q)| self.fq.class(q.leaf).ok())
+            .map(|class| class as u8)
+            .collect();
         let groups: std::collections::BTreeSet<GroupId> = self
             .queues
             .iter()
             .filter(busy)
             .map(|(_, q)| q.group)
             .collect();
-        asymmetric || groups.len() > 1
+        varied_weights || classes.len() > 1 || groups.len() > 1
     }
 
     /// Ends the turn of the queue in service (`bfq_bfqq_expire`).
@@ -830,4 +841,50 @@ mod tests {
         let budgets: Vec<u64> = bfq.queues.values().map(|q| q.budget).collect();
         assert!(budgets.iter().all(|&b| b == 4096 * 1024), "{budgets:?}");
     }
+
+    // Proves queues of two classes make an asymmetric scenario (bfq_asymmetric_scenario's
+    // multiple_classes_busy): after a seeky RT reader's request completes, bfq idles for its
+    // next one instead of serving a BE reader of the same weight, which it does serve when
+    // both are BE.
+    #[test]
+    fn two_classes_busy_idle_for_a_seeky_queue() {
+        let rt = IoPrio::new(IoPrioClass::Rt, 0).unwrap();
+        for (first, idles) in [(rt, true), (be(0), false)] {
+            let mut bfq = Bfq::new();
+            let (mut now, mut id) = (0, 0);
+            let mut next = |flow: u32, prio: IoPrio, offset: u64| {
+                id += 1;
+                let mut r = request(id, Op::Read, offset, 4096);
+                (r.flow, r.prio) = (FlowId(flow), prio);
+                r
+            };
+            // The first reader seeks far on every request: it is seeky after a few.
+            for round in 0..8u64 {
+                bfq.insert(next(1, first, (round * 7919 % 13) << 30), now);
+                let Dispatch::Request(r) = bfq.dispatch(now) else {
+                    panic!("the reader's request is served")
+                };
+                now += MILLISECOND;
+                bfq.completed(&r, now);
+                now += 20 * MICROSECOND;
+            }
+            assert!(bfq.queues.values().any(|q| q.seeky()));
+            bfq.insert(next(1, first, 1 << 30), now);
+            bfq.insert(next(2, be(0), 5 << 30), now);
+            let Dispatch::Request(r) = bfq.dispatch(now) else {
+                panic!("one of them is served")
+            };
+            assert_eq!(r.flow, FlowId(1), "the first reader's turn goes on");
+            now += MILLISECOND;
+            bfq.completed(&r, now);
+            match bfq.dispatch(now) {
+                Dispatch::WaitUntil(_) => assert!(idles, "{first:?}: idled for a BE twin"),
+                Dispatch::Request(r) => {
+                    assert!(!idles, "{first:?}: served flow {:?} instead of idling", r.flow)
+                }
+                Dispatch::Empty => panic!("the BE reader has a request"),
+            }
+        }
+    }
+
 }
