@@ -58,6 +58,12 @@ pub struct HddConfig {
     pub ncq_age_weight: f64,
     /// NCQ hard deadline, ms.
     pub ncq_deadline_ms: f64,
+    /// NCQ priority (libata's `ncq_prio_enable`): commands of the classes in
+    /// `ncq_prio_classes` go to the drive as high priority.
+    pub ncq_prio_enable: bool,
+    /// The I/O priority classes sent as high-priority commands when `ncq_prio_enable` is on:
+    /// bit 0 RT, bit 1 BE, bit 2 IDLE (libata: RT only).
+    pub ncq_prio_classes: u8,
     /// Idle time before background destaging starts, ms.
     pub destage_idle_ms: f64,
     /// Dirty share of the write buffer above which destages compete with host commands, %.
@@ -70,6 +76,33 @@ pub struct HddConfig {
     pub read_ahead_resume_pct: f64,
     /// Read-ahead no command may interrupt after a miss continuing a sequential stream, KiB.
     pub stream_read_ahead_kib: u64,
+}
+
+/// `ncq_prio_classes` bit of the RT class.
+pub const PRIO_CLASS_RT: u8 = 1;
+/// `ncq_prio_classes` bit of the BE class (and of no class, which is BE).
+pub const PRIO_CLASS_BE: u8 = 2;
+/// `ncq_prio_classes` bit of the IDLE class.
+pub const PRIO_CLASS_IDLE: u8 = 4;
+
+/// Parses `rt`, `rt,be`...: the classes sent as high-priority commands.
+fn parse_prio_classes(name: &str, value: &str) -> Result<u8, DeviceError> {
+    let mut bits = 0;
+    for class in value.split(',').map(str::trim) {
+        bits |= match class.to_ascii_lowercase().as_str() {
+            "rt" => PRIO_CLASS_RT,
+            "be" => PRIO_CLASS_BE,
+            "idle" => PRIO_CLASS_IDLE,
+            _ => {
+                return Err(DeviceError::BadValue {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    reason: "expected a comma-separated list of rt, be and idle".into(),
+                })
+            }
+        };
+    }
+    Ok(bits)
 }
 
 /// Sectors of the default 500 GB drive (IDEMA LBA count for 500 GB, the 7K500's capacity).
@@ -102,6 +135,8 @@ impl Default for HddConfig {
             queue_depth: 32,
             ncq_age_weight: 0.001,
             ncq_deadline_ms: 2000.0,
+            ncq_prio_enable: false,
+            ncq_prio_classes: PRIO_CLASS_RT,
             destage_idle_ms: 0.5,
             destage_high_water_pct: 75.0,
             destage_max_kib: 512,
@@ -249,6 +284,20 @@ pub const SETTINGS: &[Setting] = &[
                command, e.g. a far read behind a busy region",
     },
     Setting {
+        name: "ncq_prio_enable",
+        unit: "on/off",
+        note: "NCQ priority, as libata's ncq_prio_enable (sysfs, off by default): commands of \
+               the classes in ncq_prio_classes carry the PRIO bit (ata_build_rw_tf: \
+               ATA_PRIO_HIGH), and the drive serves them before normal ones, by positioning \
+               among themselves; ncq_deadline_ms still bounds every command's wait",
+    },
+    Setting {
+        name: "ncq_prio_classes",
+        unit: "classes",
+        note: "I/O priority classes sent as high priority when ncq_prio_enable is on: rt (as \
+               libata), or a list such as rt,be",
+    },
+    Setting {
         name: "destage_idle_ms",
         unit: "ms",
         note: "idle time before background destaging (our choice: lets a synchronous host's next \
@@ -335,6 +384,8 @@ impl HddConfig {
             "queue_depth" => self.queue_depth = parse_integer(name, value, 1, 32)? as u32,
             "ncq_age_weight" => self.ncq_age_weight = number(0.0, 1000.0)?,
             "ncq_deadline_ms" => self.ncq_deadline_ms = number(1.0, 3_600_000.0)?,
+            "ncq_prio_enable" => self.ncq_prio_enable = parse_flag(name, value)?,
+            "ncq_prio_classes" => self.ncq_prio_classes = parse_prio_classes(name, value)?,
             "destage_idle_ms" => self.destage_idle_ms = number(0.0, 60_000.0)?,
             "destage_high_water_pct" => self.destage_high_water_pct = number(0.0, 100.0)?,
             "destage_max_kib" => self.destage_max_kib = parse_integer(name, value, 4, 1 << 20)?,
@@ -381,6 +432,17 @@ impl HddConfig {
             "queue_depth" => self.queue_depth.to_string(),
             "ncq_age_weight" => format!("{}", self.ncq_age_weight),
             "ncq_deadline_ms" => format!("{}", self.ncq_deadline_ms),
+            "ncq_prio_enable" => if self.ncq_prio_enable { "on" } else { "off" }.to_string(),
+            "ncq_prio_classes" => [
+                (PRIO_CLASS_RT, "rt"),
+                (PRIO_CLASS_BE, "be"),
+                (PRIO_CLASS_IDLE, "idle"),
+            ]
+            .iter()
+            .filter(|(bit, _)| self.ncq_prio_classes & bit != 0)
+            .map(|(_, name)| *name)
+            .collect::<Vec<_>>()
+            .join(","),
             "destage_idle_ms" => format!("{}", self.destage_idle_ms),
             "destage_high_water_pct" => format!("{}", self.destage_high_water_pct),
             "destage_max_kib" => self.destage_max_kib.to_string(),

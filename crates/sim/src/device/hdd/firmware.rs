@@ -4,10 +4,22 @@
 
 use super::*;
 
-/// The NCQ priority a request's command gets. Hook for NCQ priority (a later change will map
-/// RT-class requests to [`CommandPriority::High`]); today every command is normal.
-pub(super) fn command_priority(_request: &Request) -> CommandPriority {
-    CommandPriority::Normal
+/// The NCQ priority a request's command gets: high when NCQ priority is on and the request's
+/// class is one of `ncq_prio_classes` (libata: RT only, in `ata_build_rw_tf`).
+pub(super) fn command_priority(config: &HddConfig, request: &Request) -> CommandPriority {
+    if !config.ncq_prio_enable {
+        return CommandPriority::Normal;
+    }
+    let bit = match request.prio.effective_class() {
+        iosched_core::IoPrioClass::Rt => config::PRIO_CLASS_RT,
+        iosched_core::IoPrioClass::Idle => config::PRIO_CLASS_IDLE,
+        _ => config::PRIO_CLASS_BE,
+    };
+    if config.ncq_prio_classes & bit != 0 {
+        CommandPriority::High
+    } else {
+        CommandPriority::Normal
+    }
 }
 
 impl Hdd {
@@ -219,7 +231,7 @@ impl Hdd {
                     write,
                 ),
                 accepted: command.accepted,
-                priority: command_priority(&command.request),
+                priority: command_priority(&self.config, &command.request),
             });
             choices.push(Choice::Command(slot));
         }
@@ -246,6 +258,9 @@ impl Hdd {
         if let Some(index) = chosen {
             if now.saturating_sub(candidates[index].accepted) >= self.selection.deadline {
                 self.counters.deadline_picks += 1;
+            }
+            if candidates[index].priority == CommandPriority::High {
+                self.counters.high_picks += 1;
             }
             match choices[index] {
                 Choice::Command(slot) => self.start_command(now, slot),

@@ -197,6 +197,8 @@ struct Counters {
     head_switches: u64,
     media_busy_ns: u64,
     deadline_picks: u64,
+    /// Commands served as high priority (NCQ priority).
+    high_picks: u64,
     max_queued: u64,
     completed: u64,
 }
@@ -582,6 +584,7 @@ impl Device for Hdd {
             ("head_switches", c.head_switches as f64),
             ("media_busy_ms", c.media_busy_ns as f64 / 1e6),
             ("ncq_deadline_picks", c.deadline_picks as f64),
+            ("ncq_high_picks", c.high_picks as f64),
             ("ncq_max_queued", c.max_queued as f64),
         ]
         .into_iter()

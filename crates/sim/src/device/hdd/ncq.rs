@@ -5,12 +5,13 @@
 //! (its command overhead done) and computes its positioning time from where the head is now:
 //! seek, plus write settle, plus the rotational wait until the first sector comes round. Then:
 //!
-//! 1. **Priority** (hook, not yet used): only the commands of the highest [`CommandPriority`]
-//!    present compete. Today every command is [`CommandPriority::Normal`], so this step changes
-//!    nothing; NCQ priority will map RT-class requests to [`CommandPriority::High`].
-//! 2. **Deadline**: a command that has waited `deadline` or longer is served first, oldest
-//!    first. Real drives bound starvation this way (roughly 1-4 s).
-//! 3. **Aged SPTF**: otherwise the command with the smallest
+//! 1. **Deadline**: a command that has waited `deadline` or longer is served first, oldest
+//!    first, whatever its priority. Real drives bound starvation this way (roughly 1-4 s);
+//!    it is also what keeps normal commands going when high-priority ones keep coming.
+//! 2. **Priority**: otherwise only the commands of the highest [`CommandPriority`] present
+//!    compete. With NCQ priority off every command is [`CommandPriority::Normal`]; with it on,
+//!    the classes of `ncq_prio_classes` (RT, as libata) are [`CommandPriority::High`].
+//! 3. **Aged SPTF**: among those, the command with the smallest
 //!    `positioning_time - age_weight * age` goes next (DiskSim's aged SPTF). With
 //!    `age_weight = 0` this is pure SPTF; large weights tend to FCFS.
 //!
@@ -18,11 +19,7 @@
 
 use iosched_core::Nanos;
 
-/// NCQ priority of a queued command.
-///
-/// Extension point for NCQ priority (Linux `ncq_prio_enable`): RT-class requests will become
-/// `High` and be served before `Normal` ones, blended with positioning. Not implemented yet:
-/// [`super::Hdd`] marks every command `Normal`.
+/// NCQ priority of a queued command (the PRIO bit of a READ/WRITE FPDMA QUEUED command).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CommandPriority {
     /// A high-priority command (NCQ PRIO bit set).
@@ -60,12 +57,12 @@ impl Selection {
         let mut overdue: Option<(usize, Nanos)> = None;
         let mut best: Option<(usize, f64, Nanos)> = None;
         for (index, candidate) in candidates.iter().enumerate() {
-            if candidate.priority != best_priority {
-                continue;
-            }
             let age = now.saturating_sub(candidate.accepted);
             if age >= self.deadline && overdue.is_none_or(|(_, at)| candidate.accepted < at) {
                 overdue = Some((index, candidate.accepted));
+            }
+            if candidate.priority != best_priority {
+                continue;
             }
             let effective = candidate.positioning_ns - self.age_weight * age as f64;
             let better = match best {
@@ -134,6 +131,21 @@ mod tests {
             candidate(16.0, 0),
         ];
         assert_eq!(selection.choose(&candidates, 2_600_000_000), Some(2));
+    }
+
+    /// An overdue normal command goes before a high-priority one: the deadline bounds every
+    /// command's wait, so a stream of high-priority commands cannot starve normal ones.
+    #[test]
+    fn the_deadline_bounds_normal_commands_under_high_ones() {
+        let selection = Selection {
+            age_weight: 0.0,
+            deadline: 2_000_000_000,
+        };
+        let mut urgent = candidate(1.0, 1000);
+        urgent.priority = CommandPriority::High;
+        let candidates = [urgent, candidate(9.0, 0)];
+        assert_eq!(selection.choose(&candidates, 2_600_000_000), Some(1));
+        assert_eq!(selection.choose(&candidates, 1_900_000_000), Some(0));
     }
 
     /// A high-priority command competes only with its peers.
