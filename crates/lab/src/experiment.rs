@@ -10,7 +10,7 @@
 //! [[check]]
 //! claim = "IOPS at queue depth 32 are at least 1.8x those at depth 1"
 //! metric = "iops"            # see `figures::METRIC_NAMES`
-//! job = "reader"             # jobs of this name, clones pooled
+//! job = "reader"             # jobs of this name, clones pooled ("*": every job)
 //! point = "32"               # sweep point (and/or policy = "...")
 //! against = { point = "1" }  # optional: compare as a ratio to another cell
 //! at_least = 1.8             # and/or at_most; latencies may be written "1.2s", "500ms"
@@ -83,6 +83,9 @@ struct VariantDefinition {
     /// cgroup io files for this variant: `groups = { "/g1" = { "io.max" = "rbps=1048576" } }`.
     #[serde(default)]
     groups: BTreeMap<String, BTreeMap<String, String>>,
+    /// Device parameters for this variant, over the shared ones: `{ ncq_prio_enable = "on" }`.
+    #[serde(default)]
+    device_settings: BTreeMap<String, String>,
 }
 
 fn group_settings(
@@ -122,6 +125,11 @@ impl PolicyEntry {
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
                 env: definition.env.clone(),
+                device_settings: definition
+                    .device_settings
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
                 job: definition
                     .job
                     .as_ref()
@@ -599,6 +607,12 @@ pub fn run_experiment(
         if let Some(job) = &variant.job {
             settings.push((format!("{}: job file", variant.label), job.origin.clone()));
         }
+        settings.extend(
+            variant
+                .device_settings
+                .iter()
+                .map(|(k, v)| (format!("{}: device {k}", variant.label), v.clone())),
+        );
         settings.extend(variant.group_settings.iter().map(|g| {
             (
                 format!("{}: {} {}", variant.label, g.path, g.file),

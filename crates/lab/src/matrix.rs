@@ -59,6 +59,8 @@ pub struct Variant {
     pub job: Option<JobSource>,
     /// cgroup settings for this variant only, written after the shared ones.
     pub group_settings: Vec<iosched_sim::GroupSetting>,
+    /// Device parameters for this variant only, set after the shared ones.
+    pub device_settings: Vec<(String, String)>,
 }
 
 impl Variant {
@@ -71,6 +73,7 @@ impl Variant {
             env: BTreeMap::new(),
             job: None,
             group_settings: Vec::new(),
+            device_settings: Vec::new(),
         }
     }
 
@@ -208,6 +211,9 @@ pub fn execute(matrix: &Matrix, progress: &dyn Progress) -> Result<Vec<StudyRun>
                 config
                     .group_settings
                     .extend(cell.variant.group_settings.iter().cloned());
+                config
+                    .device_settings
+                    .extend(cell.variant.device_settings.iter().cloned());
                 let outcome = iosched_sim::run(&config, file)
                     .map_err(anyhow::Error::msg)
                     .with_context(|| match &cell.point {

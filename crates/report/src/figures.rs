@@ -80,9 +80,14 @@ pub const METRIC_NAMES: &str =
     "iops, bw, ios, bytes, disk_time, clat_mean, clat_max, clat_min, clat_stddev, \
                                 clat_pNN (e.g. clat_p99.99), and lat_* / slat_* likewise";
 
-/// The figures of the jobs named `job` in direction `dir` (or the direction with the most I/O).
+/// The figures of the jobs named `job` in direction `dir` (or the direction with the most I/O);
+/// `*` pools every job of the run (the device's total).
 pub fn job_figures(report: &RunReport, job: &str, dir: Option<DataDir>) -> Option<JobFigures> {
-    let matched: Vec<_> = report.jobs.iter().filter(|j| j.name == job).collect();
+    let matched: Vec<_> = report
+        .jobs
+        .iter()
+        .filter(|j| job == "*" || j.name == job)
+        .collect();
     let first = matched.first()?;
     let dir = dir.unwrap_or_else(|| {
         DataDir::ALL

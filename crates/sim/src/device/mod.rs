@@ -169,6 +169,7 @@ register! {
     fixed,
     hdd,
     ssd,
+    he8,
 }
 
 /// Builds model `name` with `settings` over its defaults.

@@ -14,6 +14,8 @@ use crate::device::{parse_flag, parse_integer, parse_number, DeviceError};
 /// The settable parameters of the `hdd` model. See [`SETTINGS`] for units and sources.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HddConfig {
+    /// The model's name, as `--device` takes it (a preset of this model has its own).
+    pub model: &'static str,
     /// Spindle speed, revolutions per minute.
     pub rpm: f64,
     /// Addressable 512-byte sectors.
@@ -64,6 +66,8 @@ pub struct HddConfig {
     /// The I/O priority classes sent as high-priority commands when `ncq_prio_enable` is on:
     /// bit 0 RT, bit 1 BE, bit 2 IDLE (libata: RT only).
     pub ncq_prio_classes: u8,
+    /// Positioning forgiven a high-priority command, in revolutions.
+    pub ncq_prio_credit_rev: f64,
     /// Idle time before background destaging starts, ms.
     pub destage_idle_ms: f64,
     /// Dirty share of the write buffer above which destages compete with host commands, %.
@@ -111,6 +115,7 @@ pub const DEFAULT_CAPACITY_SECTORS: u64 = 976_773_168;
 impl Default for HddConfig {
     fn default() -> Self {
         HddConfig {
+            model: "hdd",
             rpm: 7200.0,
             capacity_sectors: DEFAULT_CAPACITY_SECTORS,
             heads: 10,
@@ -137,6 +142,7 @@ impl Default for HddConfig {
             ncq_deadline_ms: 2000.0,
             ncq_prio_enable: false,
             ncq_prio_classes: PRIO_CLASS_RT,
+            ncq_prio_credit_rev: 1000.0,
             destage_idle_ms: 0.5,
             destage_high_water_pct: 75.0,
             destage_max_kib: 512,
@@ -298,6 +304,15 @@ pub const SETTINGS: &[Setting] = &[
                libata), or a list such as rt,be",
     },
     Setting {
+        name: "ncq_prio_credit_rev",
+        unit: "revolutions",
+        note: "how a high-priority command is blended with positioning: it goes first unless a \
+               normal command can be reached this many revolutions sooner. 1000 or more (the \
+               default) is strict priority: high commands first, by positioning among \
+               themselves, every command's wait bounded by ncq_deadline_ms. REFERENCE says \
+               drives blend priority with positioning; how much is not published",
+    },
+    Setting {
         name: "destage_idle_ms",
         unit: "ms",
         note: "idle time before background destaging (our choice: lets a synchronous host's next \
@@ -386,6 +401,7 @@ impl HddConfig {
             "ncq_deadline_ms" => self.ncq_deadline_ms = number(1.0, 3_600_000.0)?,
             "ncq_prio_enable" => self.ncq_prio_enable = parse_flag(name, value)?,
             "ncq_prio_classes" => self.ncq_prio_classes = parse_prio_classes(name, value)?,
+            "ncq_prio_credit_rev" => self.ncq_prio_credit_rev = number(0.0, 1000.0)?,
             "destage_idle_ms" => self.destage_idle_ms = number(0.0, 60_000.0)?,
             "destage_high_water_pct" => self.destage_high_water_pct = number(0.0, 100.0)?,
             "destage_max_kib" => self.destage_max_kib = parse_integer(name, value, 4, 1 << 20)?,
@@ -398,7 +414,7 @@ impl HddConfig {
             }
             _ => {
                 return Err(DeviceError::UnknownParameter {
-                    model: "hdd".into(),
+                    model: self.model.into(),
                     name: name.to_string(),
                     known: SETTINGS.iter().map(|s| s.name.to_string()).collect(),
                 })
@@ -433,6 +449,7 @@ impl HddConfig {
             "ncq_age_weight" => format!("{}", self.ncq_age_weight),
             "ncq_deadline_ms" => format!("{}", self.ncq_deadline_ms),
             "ncq_prio_enable" => if self.ncq_prio_enable { "on" } else { "off" }.to_string(),
+            "ncq_prio_credit_rev" => format!("{}", self.ncq_prio_credit_rev),
             "ncq_prio_classes" => [
                 (PRIO_CLASS_RT, "rt"),
                 (PRIO_CLASS_BE, "be"),

@@ -327,6 +327,11 @@ impl Hdd {
             selection: Selection {
                 age_weight: config.ncq_age_weight,
                 deadline: ms_to_nanos(config.ncq_deadline_ms),
+                priority_credit_ns: if config.ncq_prio_credit_rev >= 1000.0 {
+                    f64::INFINITY
+                } else {
+                    config.ncq_prio_credit_rev * revolution_ns
+                },
             },
             revolution_ns,
             revolutions_per_ns: 1.0 / revolution_ns,
@@ -397,7 +402,7 @@ impl Hdd {
 
 impl Device for Hdd {
     fn model(&self) -> &'static str {
-        "hdd"
+        self.config.model
     }
 
     fn capacity(&self) -> u64 {

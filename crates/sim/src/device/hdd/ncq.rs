@@ -8,12 +8,16 @@
 //! 1. **Deadline**: a command that has waited `deadline` or longer is served first, oldest
 //!    first, whatever its priority. Real drives bound starvation this way (roughly 1-4 s);
 //!    it is also what keeps normal commands going when high-priority ones keep coming.
-//! 2. **Priority**: otherwise only the commands of the highest [`CommandPriority`] present
-//!    compete. With NCQ priority off every command is [`CommandPriority::Normal`]; with it on,
-//!    the classes of `ncq_prio_classes` (RT, as libata) are [`CommandPriority::High`].
-//! 3. **Aged SPTF**: among those, the command with the smallest
-//!    `positioning_time - age_weight * age` goes next (DiskSim's aged SPTF). With
-//!    `age_weight = 0` this is pure SPTF; large weights tend to FCFS.
+//! 2. **Aged SPTF with a priority credit**: otherwise the command with the smallest
+//!    `positioning_time - age_weight * age - credit` goes next, where `credit` is
+//!    `priority_credit` for a [`CommandPriority::High`] command and 0 for a normal one
+//!    (DiskSim's aged SPTF, with priority blended into positioning as drives with NCQ
+//!    priority do: a high command goes first unless a normal one is that much nearer). With
+//!    `age_weight = 0` this is pure SPTF; large weights tend to FCFS. An infinite credit is
+//!    strict priority: only the high commands compete, by aged SPTF among themselves.
+//!
+//! With NCQ priority off every command is [`CommandPriority::Normal`]; with it on, the
+//! classes of `ncq_prio_classes` (RT, as libata) are [`CommandPriority::High`].
 //!
 //! Ties go to the earliest accepted command, so the choice is deterministic.
 
@@ -35,6 +39,8 @@ pub struct Selection {
     pub age_weight: f64,
     /// A command waiting this long is served before any other, ns.
     pub deadline: Nanos,
+    /// Positioning nanoseconds forgiven a high-priority command; infinite: strict priority.
+    pub priority_credit_ns: f64,
 }
 
 /// One command competing for the mechanism.
@@ -52,6 +58,7 @@ impl Selection {
     /// Index of the candidate to serve at `now`, or `None` if there are none.
     pub fn choose(&self, candidates: &[Candidate], now: Nanos) -> Option<usize> {
         let best_priority = candidates.iter().map(|c| c.priority).min()?;
+        let strict = self.priority_credit_ns.is_infinite();
         // One pass over the competing commands: the oldest overdue one, and the best by aged
         // positioning (ties to the earliest accepted, then the first listed).
         let mut overdue: Option<(usize, Nanos)> = None;
@@ -61,10 +68,14 @@ impl Selection {
             if age >= self.deadline && overdue.is_none_or(|(_, at)| candidate.accepted < at) {
                 overdue = Some((index, candidate.accepted));
             }
-            if candidate.priority != best_priority {
+            if strict && candidate.priority != best_priority {
                 continue;
             }
-            let effective = candidate.positioning_ns - self.age_weight * age as f64;
+            let credit = match candidate.priority {
+                CommandPriority::High if !strict => self.priority_credit_ns,
+                _ => 0.0,
+            };
+            let effective = candidate.positioning_ns - self.age_weight * age as f64 - credit;
             let better = match best {
                 None => true,
                 Some((_, best_effective, best_accepted)) => {
@@ -100,6 +111,7 @@ mod tests {
         let selection = Selection {
             age_weight: 0.0,
             deadline: u64::MAX,
+            priority_credit_ns: f64::INFINITY,
         };
         let candidates = [candidate(9.0, 0), candidate(2.0, 5), candidate(4.0, 1)];
         assert_eq!(selection.choose(&candidates, 10_000_000), Some(1));
@@ -112,6 +124,7 @@ mod tests {
         let selection = Selection {
             age_weight: 0.01,
             deadline: u64::MAX,
+            priority_credit_ns: f64::INFINITY,
         };
         // At 1000 ms: old one effective 12 - 10 = 2 ms; young one 3 - 0 = 3 ms.
         let candidates = [candidate(12.0, 0), candidate(3.0, 1000)];
@@ -124,6 +137,7 @@ mod tests {
         let selection = Selection {
             age_weight: 0.0,
             deadline: 2_000_000_000,
+            priority_credit_ns: f64::INFINITY,
         };
         let candidates = [
             candidate(15.0, 500),
@@ -140,6 +154,7 @@ mod tests {
         let selection = Selection {
             age_weight: 0.0,
             deadline: 2_000_000_000,
+            priority_credit_ns: f64::INFINITY,
         };
         let mut urgent = candidate(1.0, 1000);
         urgent.priority = CommandPriority::High;
@@ -148,12 +163,29 @@ mod tests {
         assert_eq!(selection.choose(&candidates, 1_900_000_000), Some(0));
     }
 
-    /// A high-priority command competes only with its peers.
+    /// With a finite credit a high command goes first unless a normal one is nearer by more
+    /// than the credit.
+    #[test]
+    fn a_credit_blends_priority_with_position() {
+        let selection = Selection {
+            age_weight: 0.0,
+            deadline: u64::MAX,
+            priority_credit_ns: 8e6,
+        };
+        let mut high = candidate(10.0, 5);
+        high.priority = CommandPriority::High;
+        // 10 - 8 = 2 ms against 3 ms: the high one; against 1 ms: the normal one.
+        assert_eq!(selection.choose(&[candidate(3.0, 0), high], 10_000_000), Some(1));
+        assert_eq!(selection.choose(&[candidate(1.0, 0), high], 10_000_000), Some(0));
+    }
+
+    /// A high-priority command competes only with its peers under strict priority.
     #[test]
     fn priority_hook_filters_first() {
         let selection = Selection {
             age_weight: 0.0,
             deadline: u64::MAX,
+            priority_credit_ns: f64::INFINITY,
         };
         let mut urgent = candidate(10.0, 5);
         urgent.priority = CommandPriority::High;
