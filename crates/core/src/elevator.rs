@@ -8,7 +8,7 @@
 
 use crate::group::Groups;
 use crate::policy::{Dispatch, Policy};
-use crate::request::{MergeLimits, Request};
+use crate::request::{MergeLimits, Op, Request};
 use crate::stage::Stage;
 use crate::time::Nanos;
 use crate::tunable::{self, TunableError, TunableSpec, Unit};
@@ -97,6 +97,10 @@ pub struct Elevator {
     stage: Option<Box<dyn Stage>>,
     /// Requests the stage released that wait for a free scheduler request.
     released: VecDeque<Request>,
+    /// Cache flushes, which bypass the stage and the policy and go to the device before
+    /// anything the policy holds (block/blk-flush.c: `blk_insert_flush` sends a flush with no
+    /// data straight to the dispatch list's head, `blk_mq_request_bypass_insert`).
+    flushes: VecDeque<Request>,
     nr_requests: u32,
     max_sectors_kb: u32,
     nomerges: bool,
@@ -115,6 +119,7 @@ impl Elevator {
             policy,
             stage: None,
             released: VecDeque::new(),
+            flushes: VecDeque::new(),
             nr_requests,
             max_sectors_kb: QUEUE_TUNABLES[1].default as u32,
             nomerges: false,
@@ -158,7 +163,7 @@ impl Elevator {
 
     /// Whether a new request (that does not merge) would be admitted now.
     pub fn has_room(&self) -> bool {
-        self.policy.queued() + self.in_flight < self.nr_requests as usize
+        self.queued() + self.in_flight < self.nr_requests as usize
     }
 
     /// Whether a new request of `group` would be admitted now: room in the queue, and in the
@@ -174,6 +179,20 @@ impl Elevator {
     /// otherwise it is handed back and the submitter must wait for a completion.
     pub fn submit(&mut self, request: Request, now: Nanos) -> Result<Admitted, Request> {
         let room = self.has_room_for(request.group);
+        if request.op == Op::Flush {
+            // It takes a request like any other, but neither the stage nor the policy sees it.
+            if !room {
+                self.stats.full += 1;
+                return Err(request);
+            }
+            self.stats.submitted += 1;
+            self.stats.inserted += 1;
+            if self.nr_group_requests > 0 {
+                *self.per_group.entry(request.group).or_insert(0) += 1;
+            }
+            self.flushes.push_back(request);
+            return Ok(Admitted::Queued);
+        }
         let request = match &mut self.stage {
             None => request,
             Some(_) if !room || !self.released.is_empty() => {
@@ -236,6 +255,11 @@ impl Elevator {
                 break;
             }
         }
+        if let Some(flush) = self.flushes.pop_front() {
+            self.in_flight += 1;
+            self.stats.dispatched += 1;
+            return Dispatch::Request(flush);
+        }
         let decision = self.policy.dispatch(now);
         if let Dispatch::Request(_) = decision {
             self.in_flight += 1;
@@ -261,6 +285,10 @@ impl Elevator {
         if let Some(held) = self.per_group.get_mut(&request.group) {
             *held = held.saturating_sub(1);
         }
+        if request.op == Op::Flush {
+            // The stage and the policy never saw it.
+            return;
+        }
         if let Some(stage) = &mut self.stage {
             stage.completed(request, now);
         }
@@ -272,12 +300,16 @@ impl Elevator {
         assert!(self.in_flight > 0, "requeue without a request in flight");
         self.in_flight -= 1;
         self.stats.requeued += 1;
+        if request.op == Op::Flush {
+            self.flushes.push_front(request);
+            return;
+        }
         self.policy.requeue(request, now);
     }
 
-    /// Requests queued in the policy.
+    /// Requests queued: in the policy, and flushes waiting to go.
     pub fn queued(&self) -> usize {
-        self.policy.queued()
+        self.policy.queued() + self.flushes.len()
     }
 
     /// Requests dispatched and not yet completed.
@@ -397,5 +429,49 @@ impl Elevator {
             }
         }
         self.policy.tunable(name)
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policies::noop::Noop;
+    use crate::testing::request;
+
+    // Proves a flush bypasses the policy and goes to the device before what the policy holds
+    // (blk_insert_flush), takes a request from nr_requests like any other, and that its
+    // completion and requeue do not reach the policy.
+    #[test]
+    fn a_flush_bypasses_the_policy_to_the_head() {
+        let mut elevator = Elevator::new(Box::new(Noop::new()), 3);
+        for id in [1, 2] {
+            let write = request(id, Op::Write, id * (1 << 20), 4096);
+            assert!(elevator.submit(write, 0).is_ok());
+        }
+        let flush = request(3, Op::Flush, 0, 0);
+        assert_eq!(elevator.submit(flush, 0), Ok(Admitted::Queued));
+        assert_eq!(
+            elevator.policy().queued(),
+            2,
+            "the policy never saw the flush"
+        );
+        assert_eq!(elevator.queued(), 3);
+        assert!(!elevator.has_room(), "the flush holds a request");
+        let Dispatch::Request(first) = elevator.dispatch(0) else {
+            panic!("something to dispatch")
+        };
+        assert_eq!(first.op, Op::Flush, "the flush goes first");
+        elevator.requeue(first, 1);
+        let Dispatch::Request(again) = elevator.dispatch(1) else {
+            panic!("the requeued flush")
+        };
+        assert_eq!(again.op, Op::Flush, "a requeued flush goes first again");
+        elevator.completed(&again, 2);
+        let order: Vec<u64> = (0..2)
+            .map(|_| match elevator.dispatch(2) {
+                Dispatch::Request(r) => r.id.0,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(order, vec![1, 2]);
     }
 }
