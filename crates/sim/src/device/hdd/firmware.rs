@@ -183,7 +183,16 @@ impl Hdd {
             .any(|&slot| self.command(slot).ready_at <= now);
         let urgent = self.destage_urgent();
         if let Activity::ReadAhead(read_ahead) = self.activity {
-            if !(any_ready || urgent) || now < read_ahead.committed_until {
+            // A high-priority command (NCQ priority) stops even the read-ahead a stream was
+            // promised; others wait for it.
+            let high_ready = any_ready
+                && self.queued.iter().any(|&slot| {
+                    let command = self.command(slot);
+                    command.ready_at <= now
+                        && command_priority(&self.config, &command.request)
+                            == CommandPriority::High
+                });
+            if !(any_ready || urgent) || (now < read_ahead.committed_until && !high_ready) {
                 return;
             }
             self.stop_read_ahead(now);
