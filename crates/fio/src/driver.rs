@@ -31,6 +31,9 @@ const SECOND: Nanos = 1_000_000_000;
 /// Seed streams for start delays are offset so they never share a job's I/O stream.
 pub const STARTDELAY_STREAM_BASE: u64 = 1 << 32;
 
+/// Seed streams for per-I/O priorities (`cmdprio_percentage`), apart from both.
+pub const CMDPRIO_STREAM_BASE: u64 = 2 << 32;
+
 /// Where a job is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -93,14 +96,22 @@ pub struct JobState {
     pub thinking_until: Option<Nanos>,
     writes_since_flush: u32,
     end_fsync_issued: bool,
+    /// Draws which I/Os take the `cmdprio` priority (fio's `prio_state`).
+    cmdprio_rng: Rng,
     /// What it measured.
     pub result: JobResult,
 }
 
 impl JobState {
-    /// Job `index` of a run, drawing its I/O from `generator`; `region_bytes` is the size of
-    /// its files (what it covers per loop unless `io_size` says otherwise).
-    pub fn new(spec: JobSpec, index: usize, generator: Generator, region_bytes: u64) -> JobState {
+    /// Job `index` of a run seeded `seed`, drawing its I/O from `generator`; `region_bytes` is
+    /// the size of its files (what it covers per loop unless `io_size` says otherwise).
+    pub fn new(
+        spec: JobSpec,
+        index: usize,
+        seed: u64,
+        generator: Generator,
+        region_bytes: u64,
+    ) -> JobState {
         let bytes_limit = if spec.time_based {
             None
         } else {
@@ -136,7 +147,24 @@ impl JobState {
             thinking_until: None,
             writes_since_flush: 0,
             end_fsync_issued: false,
+            cmdprio_rng: Rng::new(derive_seed(seed, CMDPRIO_STREAM_BASE + index as u64)),
             result,
+        }
+    }
+
+    /// The priority of the next I/O in `dir`: the job's, or for a `cmdprio_percentage` share
+    /// of reads and writes the `cmdprio` one (cmdprio.c: `rand_between(0, 99) < percentage`).
+    fn io_prio(&mut self, dir: DataDir) -> IoPrio {
+        let cmdprio = match dir {
+            DataDir::Read => self.spec.cmdprio[0],
+            DataDir::Write => self.spec.cmdprio[1],
+            DataDir::Trim => None,
+        };
+        match cmdprio {
+            Some(cmdprio) if self.cmdprio_rng.below(100) < u64::from(cmdprio.percentage) => {
+                cmdprio.prio
+            }
+            _ => self.spec.prio,
         }
     }
 
@@ -288,14 +316,15 @@ impl JobState {
             return Step::Wait(Some(allowed));
         }
         self.staged = None;
-        Step::Issue(io)
+        let prio = self.io_prio(io.dir);
+        Step::Issue(io, prio)
     }
 }
 
 /// What a job does next.
 enum Step {
-    /// Submit this I/O.
-    Issue(NextIo),
+    /// Submit this I/O with this priority.
+    Issue(NextIo, IoPrio),
     /// Submit a flush (`fsync=`).
     Flush,
     /// Nothing now; at the given time (a rate limit or think time) it may go on.
@@ -361,8 +390,9 @@ pub trait Engine {
     fn jobs(&mut self) -> &mut [JobState];
     /// The seed start delays derive from.
     fn seed(&self) -> u64;
-    /// Submits `io` of job `index` at `now` (the driver has counted it in flight).
-    fn issue(&mut self, index: usize, io: NextIo, now: Nanos);
+    /// Submits `io` of job `index` with priority `prio` at `now` (the driver has counted it in
+    /// flight).
+    fn issue(&mut self, index: usize, io: NextIo, prio: IoPrio, now: Nanos);
     /// Submits the flush(es) of job `index` at `now`: after `fsync=` writes (`at_end` false)
     /// or at its end (`end_fsync`); the driver counts each the engine reports as one in flight.
     fn flush(&mut self, index: usize, now: Nanos, at_end: bool) -> u32;
@@ -475,9 +505,9 @@ pub fn pump<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     loop {
         let job = &mut engine.jobs()[index];
         match job.next(now) {
-            Step::Issue(io) => {
+            Step::Issue(io, prio) => {
                 job.issued(&io, now);
-                engine.issue(index, io, now);
+                engine.issue(index, io, prio, now);
             }
             Step::Flush => {
                 let flushes = engine.flush(index, now, false);
@@ -574,6 +604,8 @@ mod tests {
         sequence: u64,
         /// (job, time, is a flush, end_fsync) of every submission.
         submitted: Vec<(usize, Nanos, bool, bool)>,
+        /// The priority of every I/O submitted.
+        prios: Vec<IoPrio>,
     }
 
     impl Fake {
@@ -590,7 +622,7 @@ mod tests {
                     };
                     let region = crate::workload::Region { start: 0, len };
                     let generator = Generator::new(spec, &[region], Rng::new(index as u64));
-                    JobState::new(spec.clone(), index, generator, len)
+                    JobState::new(spec.clone(), index, 7, generator, len)
                 })
                 .collect();
             Fake {
@@ -598,6 +630,7 @@ mod tests {
                 events: BinaryHeap::new(),
                 sequence: 0,
                 submitted: Vec::new(),
+                prios: Vec::new(),
             }
         }
 
@@ -649,7 +682,8 @@ mod tests {
         fn seed(&self) -> u64 {
             7
         }
-        fn issue(&mut self, index: usize, io: NextIo, now: Nanos) {
+        fn issue(&mut self, index: usize, io: NextIo, prio: IoPrio, now: Nanos) {
+            self.prios.push(prio);
             self.submitted.push((index, now, false, false));
             self.push(now + LATENCY, Event::Complete(index, false, io.len));
         }
@@ -739,5 +773,26 @@ mod tests {
         fake.run();
         // Two at once, both complete at 1 ms, think 5 ms, two more at 6 ms.
         assert_eq!(fake.times(0), vec![0, 0, 6 * MS, 6 * MS]);
+    }
+
+    // Proves cmdprio_percentage gives that share of a direction's I/Os the cmdprio priority
+    // (RT 0 by default) and the rest the job's, drawn from the run's seed.
+    #[test]
+    fn cmdprio_percentage_picks_a_share_of_ios() {
+        let mut fake = Fake::new(
+            "[r]\nrw=randread\nbs=4k\nioengine=libaio\nruntime=2\ntime_based=1\n\
+             prioclass=2\nprio=5\ncmdprio_percentage=30\n",
+        );
+        fake.run();
+        let rt = IoPrio::new(iosched_core::IoPrioClass::Rt, 0).unwrap();
+        let be = IoPrio::new(iosched_core::IoPrioClass::Be, 5).unwrap();
+        let high = fake.prios.iter().filter(|p| **p == rt).count() as f64;
+        assert!(fake.prios.iter().all(|p| *p == rt || *p == be));
+        let share = high / fake.prios.len() as f64;
+        assert!(
+            (share - 0.30).abs() < 0.03,
+            "{share} of {}",
+            fake.prios.len()
+        );
     }
 }

@@ -167,6 +167,16 @@ pub enum Amount {
     Percent(f64),
 }
 
+/// A share of a direction's I/Os issued with another priority (fio's cmdprio.c, percentage
+/// mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdPrio {
+    /// Percent of the I/Os, 1 to 100.
+    pub percentage: u8,
+    /// Their priority (`cmdprio_class`, default RT; `cmdprio`, default 0).
+    pub prio: IoPrio,
+}
+
 /// fio's `ioengine=`, reduced to what decides how I/O is issued.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Engine {
@@ -312,6 +322,10 @@ pub struct JobSpec {
 
     /// I/O priority (`prioclass`, `prio`).
     pub prio: IoPrio,
+    /// Per-I/O priorities of reads and writes (`cmdprio_percentage`, `cmdprio_class`,
+    /// `cmdprio`): that share of the direction's I/Os goes with that priority instead of the
+    /// job's.
+    pub cmdprio: [Option<CmdPrio>; 2],
     /// cgroup path (`cgroup`), normalised to start with '/'; "/" when not set.
     pub cgroup: String,
     /// cgroup weight for the job's group (`cgroup_weight`), if set.
@@ -433,6 +447,7 @@ impl JobSpec {
             ramp_time: 0,
             startdelay: (0, 0),
             prio: IoPrio::NONE,
+            cmdprio: [None; 2],
             cgroup: "/".into(),
             cgroup_weight: None,
             norandommap: false,

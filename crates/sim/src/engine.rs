@@ -23,8 +23,8 @@ use crate::workload::{Generator, NextIo};
 use crate::SimError;
 use iosched_core::tunable::{TunableSpec, Unit};
 use iosched_core::{
-    limits, policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, Nanos,
-    Op, Request, RequestId,
+    limits, policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, IoPrio,
+    Nanos, Op, Request, RequestId,
 };
 use iosched_fio::driver::{self, Issued, JobState, Phase, Timer};
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
@@ -339,7 +339,7 @@ impl Simulation {
         let region_bytes: u64 = regions.iter().map(|r| r.len).sum();
         let generator = Generator::new(spec, regions, Rng::new(stream_seed));
         Ok((
-            JobState::new(spec.clone(), index, generator, region_bytes),
+            JobState::new(spec.clone(), index, seed, generator, region_bytes),
             SimJob {
                 flow: FlowId(index as u32),
                 group,
@@ -464,23 +464,27 @@ impl Simulation {
         ))
     }
 
-    fn new_request(&mut self, index: usize, op: Op, offset: u64, len: u64, sync: bool) -> Request {
+    fn new_request(
+        &mut self,
+        index: usize,
+        op: Op,
+        offset: u64,
+        len: u64,
+        sync: bool,
+        prio: IoPrio,
+    ) -> Request {
         let id = RequestId(self.next_request_id);
         self.next_request_id += 1;
-        let (run, own) = (&self.jobs[index], &self.own[index]);
+        let own = &self.own[index];
         // io.prio.class of the job's group may change the priority (blk-ioprio).
-        let prio = self
-            .groups
-            .settings(own.group)
-            .prio_class
-            .apply(run.spec.prio);
+        let prio = self.groups.settings(own.group).prio_class.apply(prio);
         Request::new(
             id, op, offset, len, sync, prio, own.flow, own.group, self.now,
         )
     }
 
-    /// Submits `io` of job `index` (the driver has counted it).
-    fn submit_io(&mut self, index: usize, io: NextIo) {
+    /// Submits `io` of job `index` with `prio` (the driver has counted it).
+    fn submit_io(&mut self, index: usize, io: NextIo, prio: IoPrio) {
         let run = &self.jobs[index];
         let (op, sync) = match io.dir {
             DataDir::Read => (Op::Read, true),
@@ -488,7 +492,7 @@ impl Simulation {
             DataDir::Write => (Op::Write, run.spec.direct || run.spec.sync_writes),
             DataDir::Trim => (Op::Discard, true),
         };
-        let request = self.new_request(index, op, io.offset, io.len, sync);
+        let request = self.new_request(index, op, io.offset, io.len, sync, prio);
         let record = Io {
             issued: Issued::io(index, &io, request.prio, self.now),
             dispatched: 0,
@@ -501,7 +505,8 @@ impl Simulation {
 
     /// Submits a flush of job `index`.
     fn submit_flush(&mut self, index: usize) {
-        let request = self.new_request(index, Op::Flush, 0, 0, true);
+        let prio = self.jobs[index].spec.prio;
+        let request = self.new_request(index, Op::Flush, 0, 0, true, prio);
         let record = Io {
             issued: Issued::flush(index, request.prio, self.now),
             dispatched: 0,
@@ -730,8 +735,8 @@ impl driver::Engine for Simulation {
         self.seed
     }
 
-    fn issue(&mut self, index: usize, io: NextIo, _now: Nanos) {
-        self.submit_io(index, io);
+    fn issue(&mut self, index: usize, io: NextIo, prio: IoPrio, _now: Nanos) {
+        self.submit_io(index, io, prio);
     }
 
     fn flush(&mut self, index: usize, _now: Nanos, _at_end: bool) -> u32 {

@@ -37,7 +37,7 @@ use crate::verify;
 use crate::UringError;
 use iosched_core::{
     elevator::default_nr_requests, policies, time::SECOND, Elevator, FlowId, GroupId, Groups,
-    Nanos, Op, Policy, Request, RequestId,
+    IoPrio, Nanos, Op, Policy, Request, RequestId,
 };
 use iosched_fio::driver::{self, Issued, JobState, Phase, Timer};
 use iosched_fio::random::{derive_seed, mix64, Rng};
@@ -294,7 +294,7 @@ fn job_run(
     // io.prio.class of the job's group changes its priority (blk-ioprio).
     let mut own_spec = spec.clone();
     own_spec.prio = groups.settings(group).prio_class.apply(spec.prio);
-    let state = JobState::new(own_spec, index, generator, region_bytes);
+    let state = JobState::new(own_spec, index, seed, generator, region_bytes);
     let buffer_len = spec.bs.iter().map(BlockSize::max).max().unwrap_or(4096) as usize;
     let buffers = (0..state.depth)
         .map(|slot| files::random_buffer(buffer_len, stream_seed ^ u64::from(slot)))
@@ -537,7 +537,8 @@ impl Engine {
                 file,
             };
             self.jobs[index].in_flight += 1;
-            self.issue_checked(index, io, now, Check::Written(seed));
+            let prio = self.jobs[index].spec.prio;
+            self.issue_checked(index, io, prio, now, Check::Written(seed));
         }
     }
 
@@ -547,17 +548,17 @@ impl Engine {
         id
     }
 
-    /// Submits `io` of job `index` (the driver has counted it).
-    fn submit_io(&mut self, index: usize, io: NextIo, now: Nanos) {
+    /// Submits `io` of job `index` with `prio` (the driver has counted it).
+    fn submit_io(&mut self, index: usize, io: NextIo, prio: IoPrio, now: Nanos) {
         let check = match (&self.own[index].verify, io.dir) {
             (Some(_), DataDir::Read) => Check::Header,
             _ => Check::None,
         };
-        self.issue_checked(index, io, now, check);
+        self.issue_checked(index, io, prio, now, check);
     }
 
-    /// Submits `io` of job `index`, to check as `check` when it completes.
-    fn issue_checked(&mut self, index: usize, io: NextIo, now: Nanos, check: Check) {
+    /// Submits `io` of job `index` with `prio`, to check as `check` when it completes.
+    fn issue_checked(&mut self, index: usize, io: NextIo, prio: IoPrio, now: Nanos, check: Check) {
         let id = self.new_id();
         let (run, own) = (&mut self.jobs[index], &mut self.own[index]);
         let (op, sync) = match io.dir {
@@ -581,15 +582,7 @@ impl Engine {
         }
         let address = self.files.files[own.files[io.file].file].base + io.offset;
         let request = Request::new(
-            id,
-            op,
-            address,
-            io.len,
-            sync,
-            run.spec.prio,
-            own.flow,
-            own.group,
-            now,
+            id, op, address, io.len, sync, prio, own.flow, own.group, now,
         );
         if run.phase == Phase::Verifying && now >= run.measure_start {
             // The driver counts the depth of the jobs' own I/O; the read-back's is counted here.
@@ -598,7 +591,7 @@ impl Engine {
         self.ios.insert(
             id.0,
             Io {
-                issued: Issued::io(index, &io, run.spec.prio, now),
+                issued: Issued::io(index, &io, prio, now),
                 file: io.file,
                 buffer: Some(buffer),
                 check,
@@ -867,8 +860,8 @@ impl driver::Engine for Engine {
         self.seed
     }
 
-    fn issue(&mut self, index: usize, io: NextIo, now: Nanos) {
-        self.submit_io(index, io, now);
+    fn issue(&mut self, index: usize, io: NextIo, prio: IoPrio, now: Nanos) {
+        self.submit_io(index, io, prio, now);
     }
 
     fn flush(&mut self, index: usize, now: Nanos, at_end: bool) -> u32 {

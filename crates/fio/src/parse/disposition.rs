@@ -90,8 +90,8 @@ const WAIT_FOR: &str = "starting a job when a named job finishes is not modelled
 const OPENDIR: &str = "opendir needs a real directory tree to list";
 const VERIFY_ONLY: &str = "a verify-only job reads back data written earlier; the simulator \
                            has no data to verify";
-const CMDPRIO: &str = "per-I/O priorities (cmdprio_*) are not modelled; give the job a \
-                       priority with prioclass/prio instead";
+const CMDPRIO: &str = "is not modelled yet (cmdprio_percentage, cmdprio_class and cmdprio \
+                       give a share of the I/Os another priority)";
 const SYNC_FILE_RANGE: &str = "sync_file_range() flushes are not modelled; use fsync or \
                                fdatasync";
 const PROFILE_OPTION: &str = "fio profiles are not supported";
@@ -180,6 +180,9 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "rwmixwrite",
             "prio",
             "prioclass",
+            "cmdprio_percentage",
+            "cmdprio_class",
+            "cmdprio",
             "thinktime",
             "thinktime_spin",
             "thinktime_blocks",
@@ -479,16 +482,7 @@ static GROUPS: &[(Disposition, &[&str])] = &[
     ),
     (Refused(WAIT_FOR), &["wait_for"]),
     (Refused(OPENDIR), &["opendir"]),
-    (
-        Refused(CMDPRIO),
-        &[
-            "cmdprio_percentage",
-            "cmdprio_class",
-            "cmdprio_hint",
-            "cmdprio",
-            "cmdprio_bssplit",
-        ],
-    ),
+    (Refused(CMDPRIO), &["cmdprio_hint", "cmdprio_bssplit"]),
     (Refused(SYNC_FILE_RANGE), &["sync_file_range"]),
     (Refused(PROFILE_OPTION), &["profile"]),
 ];

@@ -21,7 +21,7 @@ use super::disposition::{ASYNC_ENGINES, SYNC_ENGINES};
 use super::settings::{split_colon_list, Setting, Settings, Size, Value};
 use super::table::Scope;
 use super::ParseError;
-use crate::job::{RandomDistribution, DEFAULT_PERCENTILES};
+use crate::job::{CmdPrio, RandomDistribution, DEFAULT_PERCENTILES};
 use crate::{Amount, BlockSize, Engine, JobSpec, Location, Note, Verify};
 use iosched_core::{IoPrio, IoPrioClass, Nanos};
 
@@ -498,6 +498,25 @@ impl Resolver<'_> {
             let name = if level.is_some() { "prio" } else { "prioclass" };
             spec.prio = IoPrio::new(class, level.unwrap_or(0) as u8)
                 .map_err(|error| self.error(name, error.to_string()))?;
+        }
+        // cmdprio.c, percentage mode: cmdprio_class defaults to the highest class (RT) and
+        // cmdprio to level 0, per direction (reads, writes).
+        let percentages = self.directions("cmdprio_percentage");
+        let classes = self.directions("cmdprio_class");
+        let levels = self.directions("cmdprio");
+        for direction in 0..2 {
+            let percentage = percentages[direction].unwrap_or(0);
+            if percentage == 0 {
+                continue;
+            }
+            let class = IoPrioClass::from_number(classes[direction].unwrap_or(1) as u8)
+                .unwrap_or(IoPrioClass::Rt);
+            let prio = IoPrio::new(class, levels[direction].unwrap_or(0) as u8)
+                .map_err(|error| self.error("cmdprio", error.to_string()))?;
+            spec.cmdprio[direction] = Some(CmdPrio {
+                percentage: percentage as u8,
+                prio,
+            });
         }
         Ok(())
     }

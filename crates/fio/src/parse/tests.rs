@@ -541,6 +541,43 @@ fn verify_is_resolved_for_the_engine() {
     assert!(error("[j]\nverify=nosuch\n").contains("verify"));
 }
 
+// cmdprio_percentage, cmdprio_class and cmdprio give a share of reads and writes another
+// priority (RT 0 unless set), per direction as fio's `,` forms; they are options of the
+// libaio and io_uring engines only, and out-of-range values are refused.
+#[test]
+fn cmdprio_options_per_direction() {
+    use crate::CmdPrio;
+    let rt0 = IoPrio::new(IoPrioClass::Rt, 0).unwrap();
+    let spec = job("[j]\nioengine=libaio\ncmdprio_percentage=30\n");
+    let share = Some(CmdPrio {
+        percentage: 30,
+        prio: rt0,
+    });
+    assert_eq!(spec.cmdprio, [share, share]);
+    let spec =
+        job("[j]\nioengine=io_uring\ncmdprio_percentage=10,50\ncmdprio_class=1,3\ncmdprio=4,0\n");
+    assert_eq!(
+        spec.cmdprio,
+        [
+            Some(CmdPrio {
+                percentage: 10,
+                prio: IoPrio::new(IoPrioClass::Rt, 4).unwrap()
+            }),
+            Some(CmdPrio {
+                percentage: 50,
+                prio: IoPrio::new(IoPrioClass::Idle, 0).unwrap()
+            }),
+        ]
+    );
+    let spec = job("[j]\nioengine=libaio\ncmdprio_percentage=,25\n");
+    assert_eq!(spec.cmdprio[0], None);
+    assert_eq!(spec.cmdprio[1].map(|c| c.percentage), Some(25));
+    assert!(error("[j]\nioengine=psync\ncmdprio_percentage=10\n").contains("libaio"));
+    assert!(error("[j]\nioengine=libaio\ncmdprio_percentage=101\n").contains("cmdprio_percentage"));
+    assert!(error("[j]\nioengine=libaio\ncmdprio_class=4\n").contains("cmdprio_class"));
+    assert!(error("[j]\nioengine=libaio\ncmdprio=8\n").contains("cmdprio"));
+}
+
 // Refused options fail with the option, value and reason.
 #[test]
 fn refusals_name_the_option_and_reason() {
@@ -548,7 +585,7 @@ fn refusals_name_the_option_and_reason() {
         error("[j]\nzonemode=zbd\n"),
         "t.fio:2: zonemode=zbd: refused: zoned I/O (zonemode strided or zbd) is not modelled"
     );
-    assert!(error("[j]\nioengine=libaio\ncmdprio_percentage=10\n").contains("cmdprio"));
+    assert!(error("[j]\nioengine=libaio\ncmdprio_bssplit=4k/10\n").contains("cmdprio_bssplit"));
     assert!(error("[j]\nrate_process=poisson\n").contains("linear rate"));
     assert!(error("[j]\nio_submit_mode=offload\n").contains("offload"));
     assert!(error("[j]\nrwmixcycle=10\n").contains("no longer accepts"));
