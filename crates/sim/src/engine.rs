@@ -612,6 +612,13 @@ impl Simulation {
         let mut dispatched_any = false;
         while self.device.in_flight() < self.device.queue_depth() {
             match self.elevator.dispatch(self.now) {
+                Dispatch::Request(request) if !self.device.accepts(&request) => {
+                    // The device defers it (a queued command while a flush runs, or a flush
+                    // before the queue is empty): back to the scheduler until a completion,
+                    // as the block layer requeues on BLK_STS_DEV_RESOURCE.
+                    self.elevator.requeue(request, self.now);
+                    break;
+                }
                 Dispatch::Request(request) => {
                     self.disk.dispatched(self.now);
                     for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {

@@ -769,3 +769,37 @@ fn random_round(
         round,
     )
 }
+
+/// FLUSH CACHE is not an NCQ command (libata's ata_std_qc_defer): the drive takes it only
+/// when nothing is queued, and takes no queued command while it runs.
+#[test]
+fn hdd_flush_is_a_non_queued_command() {
+    let mut device = hdd(&[]);
+    let flush = request(100, Op::Flush, 0, 0);
+    assert!(device.accepts(&flush), "an idle drive takes a flush");
+    device.submit(request(1, Op::Read, 10 * GIB, 4 * KIB), 0);
+    device.submit(request(2, Op::Read, 90 * GIB, 4 * KIB), 0);
+    assert!(
+        !device.accepts(&flush),
+        "a flush waits for the queue to drain"
+    );
+    let mut done = Vec::new();
+    let mut now = 0;
+    while device.in_flight() > 0 {
+        now = device.next_event().expect("reads in flight");
+        device.advance(now, &mut done);
+    }
+    assert!(device.accepts(&flush));
+    device.submit(flush, now);
+    let read = request(3, Op::Read, 50 * GIB, 4 * KIB);
+    assert!(
+        !device.accepts(&read),
+        "no queued command while the flush runs"
+    );
+    while device.in_flight() > 0 {
+        now = device.next_event().expect("the flush in flight");
+        device.advance(now, &mut done);
+    }
+    assert!(device.accepts(&read));
+    assert_eq!(done.len(), 3);
+}

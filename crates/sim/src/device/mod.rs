@@ -33,7 +33,15 @@ pub trait Device: Send {
     /// Commands accepted and not yet completed.
     fn in_flight(&self) -> u32;
 
-    /// Accepts `request` at `now`. Requires `in_flight() < queue_depth()`.
+    /// Whether the host may send `request` now: room in the queue, by default. A SATA drive
+    /// takes a non-queued command (FLUSH CACHE) only once its queue is empty, and nothing while
+    /// one runs (libata's `ata_std_qc_defer`); a refused request goes back to the scheduler.
+    fn accepts(&self, request: &Request) -> bool {
+        let _ = request;
+        self.in_flight() < self.queue_depth()
+    }
+
+    /// Accepts `request` at `now`. Requires `accepts(&request)`.
     fn submit(&mut self, request: Request, now: Nanos);
 
     /// When the next internal event happens, if any is pending.

@@ -213,6 +213,8 @@ enum Choice {
 /// The disk model.
 pub struct Hdd {
     config: HddConfig,
+    /// FLUSH CACHE commands accepted and not completed (non-queued: see `accepts`).
+    flushes_in_flight: u32,
     geometry: Geometry,
     seek: SeekCurve,
     selection: Selection,
@@ -324,6 +326,7 @@ impl Hdd {
         let phase_ns = (splitmix64(seed) >> 11) as f64 / (1u64 << 53) as f64 * revolution_ns;
         let queue_depth = config.queue_depth as usize;
         Ok(Hdd {
+            flushes_in_flight: 0,
             selection: Selection {
                 age_weight: config.ncq_age_weight,
                 deadline: ms_to_nanos(config.ncq_deadline_ms),
@@ -417,6 +420,17 @@ impl Device for Hdd {
         self.in_flight
     }
 
+    /// FLUSH CACHE is not an NCQ command: libata sends it only when no queued command is
+    /// active, and defers queued commands while it runs (`ata_std_qc_defer`). With a queue
+    /// depth of 1 every command is alone anyway.
+    fn accepts(&self, request: &Request) -> bool {
+        if request.op == Op::Flush {
+            self.in_flight == 0
+        } else {
+            self.in_flight < self.config.queue_depth && self.flushes_in_flight == 0
+        }
+    }
+
     fn submit(&mut self, request: Request, now: Nanos) {
         assert!(
             self.in_flight < self.config.queue_depth,
@@ -466,6 +480,7 @@ impl Device for Hdd {
             }
             Op::Flush => {
                 self.counters.flushes += 1;
+                self.flushes_in_flight += 1;
                 let ready = now + self.read_hit_overhead;
                 let command = self.slots[slot as usize].as_mut().expect("slot in use");
                 command.ready_at = ready;
@@ -517,6 +532,9 @@ impl Device for Hdd {
                 let command = self.slots[slot as usize].take().expect("slot in use");
                 self.free_slots.push(slot);
                 self.in_flight -= 1;
+                if command.request.op == Op::Flush {
+                    self.flushes_in_flight -= 1;
+                }
                 self.counters.completed += 1;
                 done.push((at, command.request));
             } else {
