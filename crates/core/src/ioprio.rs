@@ -1,7 +1,10 @@
 //! I/O priority exactly as Linux defines it (`include/uapi/linux/ioprio.h`).
 //!
-//! A priority is a class and a level. The kernel packs both into one 16-bit value,
-//! `(class << 13) | level`; [`IoPrio::to_raw`] and [`IoPrio::from_raw`] convert.
+//! A priority is a class, a level and a hint. The kernel packs them into one 16-bit value,
+//! `(class << 13) | (hint << 3) | level`; [`IoPrio::to_raw`] and [`IoPrio::from_raw`] convert.
+//! Hints (Linux 6.5+, `IOPRIO_PRIO_HINT`) travel with the request to the device: hints 1 to 7
+//! select a command duration limit descriptor (`IOPRIO_HINT_DEV_DURATION_LIMIT_1..7`) on a
+//! drive with CDL enabled; schedulers ignore them.
 
 use std::fmt;
 
@@ -47,11 +50,15 @@ pub const IOPRIO_LEVELS: u8 = 8;
 /// Level the kernel gives a task with no explicit priority (nice 0 maps to level 4).
 pub const IOPRIO_DEFAULT_LEVEL: u8 = 4;
 
-/// An I/O priority: class and level 0 (highest) to 7 (lowest).
+/// Largest priority hint: the hint field is 10 bits wide (`IOPRIO_HINT_NR_BITS`).
+pub const IOPRIO_MAX_HINT: u16 = (1 << 10) - 1;
+
+/// An I/O priority: class, level 0 (highest) to 7 (lowest), and hint (0: none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct IoPrio {
     class: IoPrioClass,
     level: u8,
+    hint: u16,
 }
 
 /// A priority value that Linux would refuse.
@@ -74,6 +81,7 @@ impl IoPrio {
     pub const NONE: IoPrio = IoPrio {
         class: IoPrioClass::None,
         level: 0,
+        hint: 0,
     };
 
     /// A priority of `class` at `level` (0 highest .. 7 lowest). Levels are checked as
@@ -85,27 +93,49 @@ impl IoPrio {
                 reason: format!("level {level} is outside 0..=7"),
             });
         }
-        Ok(IoPrio { class, level })
+        Ok(IoPrio {
+            class,
+            level,
+            hint: 0,
+        })
     }
 
-    /// Decodes the kernel's 16-bit value `(class << 13) | level`.
+    /// This priority with hint `hint` (0 none, 1-7 a duration limit descriptor, up to
+    /// [`IOPRIO_MAX_HINT`] as fio's `priohint` accepts).
+    pub fn with_hint(self, hint: u16) -> Result<Self, InvalidIoPrio> {
+        if hint > IOPRIO_MAX_HINT {
+            return Err(InvalidIoPrio {
+                reason: format!("hint {hint} is outside 0..={IOPRIO_MAX_HINT}"),
+            });
+        }
+        Ok(IoPrio { hint, ..self })
+    }
+
+    /// Decodes the kernel's 16-bit value `(class << 13) | (hint << 3) | level`.
     pub fn from_raw(raw: u16) -> Result<Self, InvalidIoPrio> {
         let class_number = (raw >> 13) as u8;
         let level = (raw & 0x7) as u8;
-        if raw & 0x1ff8 != 0 {
-            return Err(InvalidIoPrio {
-                reason: format!("value {raw:#x} sets reserved bits"),
-            });
-        }
+        let hint = (raw >> 3) & IOPRIO_MAX_HINT;
         let class = IoPrioClass::from_number(class_number).ok_or_else(|| InvalidIoPrio {
             reason: format!("class {class_number} is unknown"),
         })?;
-        IoPrio::new(class, level)
+        IoPrio::new(class, level)?.with_hint(hint)
     }
 
     /// The kernel's 16-bit encoding, as passed to `ioprio_set` or put in an SQE's `ioprio`.
     pub fn to_raw(self) -> u16 {
-        ((self.class as u16) << 13) | self.level as u16
+        ((self.class as u16) << 13) | (self.hint << 3) | self.level as u16
+    }
+
+    /// The hint as set (0: none).
+    pub fn hint(self) -> u16 {
+        self.hint
+    }
+
+    /// The command duration limit descriptor the hint selects, 1 to 7, if any
+    /// (`IOPRIO_HINT_DEV_DURATION_LIMIT_1..7`; the kernel's `sd_cdl_dld`).
+    pub fn duration_limit(self) -> Option<u8> {
+        (1..=7).contains(&self.hint).then_some(self.hint as u8)
     }
 
     /// The class as set (may be [`IoPrioClass::None`]).
@@ -144,9 +174,13 @@ impl Default for IoPrio {
 impl fmt::Display for IoPrio {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.class {
-            IoPrioClass::None => write!(f, "none"),
-            class => write!(f, "{}/{}", class.name(), self.level),
+            IoPrioClass::None => write!(f, "none")?,
+            class => write!(f, "{}/{}", class.name(), self.level)?,
         }
+        if self.hint != 0 {
+            write!(f, " hint {}", self.hint)?;
+        }
+        Ok(())
     }
 }
 
@@ -176,7 +210,25 @@ mod tests {
     fn rejects_out_of_range() {
         assert!(IoPrio::new(IoPrioClass::Be, 8).is_err());
         assert!(IoPrio::from_raw(4 << 13).is_err());
-        assert!(IoPrio::from_raw(0x0010).is_err());
+        assert!(IoPrio::new(IoPrioClass::Be, 0)
+            .unwrap()
+            .with_hint(1024)
+            .is_err());
+    }
+
+    // The hint sits in bits 3..13 as include/uapi/linux/ioprio.h's IOPRIO_PRIO_HINT reads it.
+    #[test]
+    fn hint_round_trips_and_selects_a_duration_limit() {
+        let prio = IoPrio::new(IoPrioClass::Be, 2)
+            .unwrap()
+            .with_hint(3)
+            .unwrap();
+        assert_eq!(prio.to_raw(), (2 << 13) | (3 << 3) | 2);
+        assert_eq!(IoPrio::from_raw(prio.to_raw()).unwrap(), prio);
+        assert_eq!(prio.duration_limit(), Some(3));
+        assert_eq!(prio.with_hint(8).unwrap().duration_limit(), None);
+        assert_eq!(IoPrio::NONE.duration_limit(), None);
+        assert_eq!(prio.to_string(), "best-effort/2 hint 3");
     }
 
     #[test]

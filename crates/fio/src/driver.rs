@@ -152,18 +152,19 @@ impl JobState {
         }
     }
 
-    /// The priority of the next I/O in `dir`: the job's, or for a `cmdprio_percentage` share
-    /// of reads and writes the `cmdprio` one (cmdprio.c: `rand_between(0, 99) < percentage`).
-    fn io_prio(&mut self, dir: DataDir) -> IoPrio {
+    /// The priority of the next I/O of `bytes` in `dir`: the job's, or for the shares
+    /// `cmdprio_percentage` or `cmdprio_bssplit` give, theirs (cmdprio.c: one
+    /// `rand_between(0, 99)` per I/O whose size has shares).
+    fn io_prio(&mut self, dir: DataDir, bytes: u64) -> IoPrio {
         let cmdprio = match dir {
-            DataDir::Read => self.spec.cmdprio[0],
-            DataDir::Write => self.spec.cmdprio[1],
+            DataDir::Read => self.spec.cmdprio[0].as_ref(),
+            DataDir::Write => self.spec.cmdprio[1].as_ref(),
             DataDir::Trim => None,
         };
         match cmdprio {
-            Some(cmdprio) if self.cmdprio_rng.below(100) < u64::from(cmdprio.percentage) => {
-                cmdprio.prio
-            }
+            Some(cmdprio) if cmdprio.applies_to(bytes) => cmdprio
+                .pick(bytes, self.cmdprio_rng.below(100))
+                .unwrap_or(self.spec.prio),
             _ => self.spec.prio,
         }
     }
@@ -190,6 +191,28 @@ impl JobState {
     pub fn drain(&mut self) {
         self.phase = Phase::Draining;
         self.staged = None;
+    }
+
+    /// An I/O of `dir` failed with `errno` (it is not recorded): a non-fatal error
+    /// (`continue_on_error`, `ignore_error`) is counted and the job goes on; any other is the
+    /// job's error and it issues nothing more, as fio's `io_completed`. Returns whether the
+    /// job goes on.
+    pub fn io_failed(&mut self, dir: DataDir, errno: i32) -> bool {
+        let kind = crate::ErrorKind::of(dir, errno);
+        if self.spec.errors.non_fatal(kind, errno) {
+            self.result.total_err += 1;
+            if self.result.first_error == 0 {
+                self.result.first_error = errno;
+            }
+            return true;
+        }
+        if self.result.error == 0 {
+            self.result.error = errno;
+        }
+        if matches!(self.phase, Phase::Running | Phase::Verifying) {
+            self.drain();
+        }
+        false
     }
 
     /// Counts a completion (the caller records its latency with [`JobState::record`]).
@@ -316,7 +339,7 @@ impl JobState {
             return Step::Wait(Some(allowed));
         }
         self.staged = None;
-        let prio = self.io_prio(io.dir);
+        let prio = self.io_prio(io.dir, io.len);
         Step::Issue(io, prio)
     }
 }

@@ -167,14 +167,122 @@ pub enum Amount {
     Percent(f64),
 }
 
-/// A share of a direction's I/Os issued with another priority (fio's cmdprio.c, percentage
-/// mode).
+/// The kind of an I/O error, as fio's `td_error_type` sorts them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A read failed.
+    Read = 0,
+    /// A write, trim or flush failed.
+    Write = 1,
+    /// A verify failed (or any I/O with EILSEQ).
+    Verify = 2,
+}
+
+/// errno of an illegal byte sequence: fio counts it as a verify error.
+const EILSEQ: i32 = 84;
+/// errno of an I/O error.
+const EIO: i32 = 5;
+
+impl ErrorKind {
+    /// The kind of an error `errno` in direction `dir` (fio's `td_error_type`).
+    pub fn of(dir: DataDir, errno: i32) -> ErrorKind {
+        if errno == EILSEQ {
+            ErrorKind::Verify
+        } else if dir == DataDir::Read {
+            ErrorKind::Read
+        } else {
+            ErrorKind::Write
+        }
+    }
+}
+
+/// fio's `continue_on_error` and `ignore_error`: an error is non-fatal (the job counts it and
+/// goes on) when its kind is in `continue_on` and its errno in that kind's list, by default
+/// EIO and EILSEQ (`td_non_fatal_error`); any other error ends the job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ErrorHandling {
+    /// Kinds the job goes on after, by [`ErrorKind`] bit (`continue_on_error`: none 0, read
+    /// 1, write 2, io 3, verify 4, all 7).
+    pub continue_on: u8,
+    /// Per kind, the errnos that are non-fatal (`ignore_error`); `None`: EIO and EILSEQ.
+    pub ignore: [Option<Vec<i32>>; 3],
+}
+
+impl ErrorHandling {
+    /// Whether `continue_on_error` is set at all (fio then reports error counts).
+    pub fn reports_counts(&self) -> bool {
+        self.continue_on != 0
+    }
+
+    /// Whether the job goes on after error `errno` of `kind`.
+    pub fn non_fatal(&self, kind: ErrorKind, errno: i32) -> bool {
+        if self.continue_on & (1 << kind as u8) == 0 {
+            return false;
+        }
+        match &self.ignore[kind as usize] {
+            Some(list) => list.contains(&errno),
+            None => errno == EIO || errno == EILSEQ,
+        }
+    }
+}
+
+/// Which of a direction's I/Os go with another priority (fio's engines/cmdprio.c): shares of
+/// all of them (`cmdprio_percentage`), or shares of those of each block size
+/// (`cmdprio_bssplit`).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CmdPrio {
-    /// Percent of the I/Os, 1 to 100.
+    /// The shares. In percentage mode one, for every block size; in bssplit mode sorted by
+    /// block size, each size's shares adding up to at most 100.
+    pub shares: Vec<CmdPrioShare>,
+}
+
+/// A share of the I/Os issued with a priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdPrioShare {
+    /// The block size it applies to (`cmdprio_bssplit`); `None`: every I/O.
+    pub block_size: Option<u64>,
+    /// Percent of those I/Os, 1 to 100.
     pub percentage: u8,
-    /// Their priority (`cmdprio_class`, default RT; `cmdprio`, default 0).
+    /// Their priority (`cmdprio_class`, default RT; `cmdprio`, default 0; `cmdprio_hint`,
+    /// default 0), or the entry's own in bssplit's `bs/perc/class/level[/hint]` form.
     pub prio: IoPrio,
+}
+
+impl CmdPrio {
+    /// One share of every I/O (percentage mode).
+    pub fn percentage(percentage: u8, prio: IoPrio) -> CmdPrio {
+        CmdPrio {
+            shares: vec![CmdPrioShare {
+                block_size: None,
+                percentage,
+                prio,
+            }],
+        }
+    }
+
+    /// The priority of an I/O of `bytes` given `draw` in 0..100, as `fio_cmdprio_set_ioprio`
+    /// picks it: the shares that apply to its size, in order, until their running total
+    /// passes the draw; `None` when the draw is past them all (the job's own priority).
+    pub fn pick(&self, bytes: u64, draw: u64) -> Option<IoPrio> {
+        let mut total = 0u64;
+        for share in &self.shares {
+            if share.block_size.is_some_and(|size| size != bytes) {
+                continue;
+            }
+            total += u64::from(share.percentage);
+            if draw < total {
+                return Some(share.prio);
+            }
+        }
+        None
+    }
+
+    /// Whether an I/O of `bytes` may draw a priority (fio draws only then).
+    pub fn applies_to(&self, bytes: u64) -> bool {
+        self.shares
+            .iter()
+            .any(|share| share.block_size.is_none_or(|size| size == bytes))
+    }
 }
 
 /// fio's `ioengine=`, reduced to what decides how I/O is issued.
@@ -322,10 +430,12 @@ pub struct JobSpec {
 
     /// I/O priority (`prioclass`, `prio`).
     pub prio: IoPrio,
-    /// Per-I/O priorities of reads and writes (`cmdprio_percentage`, `cmdprio_class`,
-    /// `cmdprio`): that share of the direction's I/Os goes with that priority instead of the
-    /// job's.
+    /// Per-I/O priorities of reads and writes (`cmdprio_percentage` or `cmdprio_bssplit`,
+    /// with `cmdprio_class`, `cmdprio` and `cmdprio_hint`): those shares of the direction's
+    /// I/Os go with those priorities instead of the job's.
     pub cmdprio: [Option<CmdPrio>; 2],
+    /// What errors the job goes on after (`continue_on_error` and `ignore_error`).
+    pub errors: ErrorHandling,
     /// cgroup path (`cgroup`), normalised to start with '/'; "/" when not set.
     pub cgroup: String,
     /// cgroup weight for the job's group (`cgroup_weight`), if set.
@@ -447,7 +557,8 @@ impl JobSpec {
             ramp_time: 0,
             startdelay: (0, 0),
             prio: IoPrio::NONE,
-            cmdprio: [None; 2],
+            errors: ErrorHandling::default(),
+            cmdprio: [None, None],
             cgroup: "/".into(),
             cgroup_weight: None,
             norandommap: false,

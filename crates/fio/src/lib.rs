@@ -19,7 +19,8 @@ pub mod stats;
 pub mod workload;
 
 pub use job::{
-    Amount, BlockSize, CmdPrio, DataDir, Engine, JobFile, JobSpec, Location, Note, RwMode, Verify,
+    Amount, BlockSize, CmdPrio, CmdPrioShare, DataDir, Engine, ErrorHandling, ErrorKind, JobFile,
+    JobSpec, Location, Note, RwMode, Verify,
 };
 pub use report::{DiskAccounting, DiskUtil, Parameter, RunReport};
 pub use stats::{DirStats, JobResult, Latency, TimeSeries};

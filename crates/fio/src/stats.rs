@@ -460,6 +460,12 @@ pub struct JobResult {
     pub iodepth_levels: [u64; IODEPTH_LEVELS],
     /// Non-zero if the job failed (fio's `error`).
     pub error: i32,
+    /// Whether `continue_on_error` is set: fio then reports `total_err` and `first_error`.
+    pub counts_errors: bool,
+    /// Non-fatal errors the job went on after (fio's `total_err_count`).
+    pub total_err: u64,
+    /// The first of them, errno (fio's `first_error`).
+    pub first_error: i32,
     /// Log files asked for.
     pub logs: LogRequest,
     /// The log files being written, when the engine was asked to write them
@@ -489,6 +495,9 @@ impl JobResult {
             measure_start: 0,
             iodepth_levels: [0; IODEPTH_LEVELS],
             error: 0,
+            counts_errors: spec.errors.reports_counts(),
+            total_err: 0,
+            first_error: 0,
             logs: LogRequest {
                 lat: spec.write_lat_log.clone(),
                 bw: spec.write_bw_log.clone(),

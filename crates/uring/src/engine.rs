@@ -50,6 +50,17 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+/// What an error does to its job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ErrorEffect {
+    /// The job's error; it issues nothing more (fio's default for I/O errors).
+    Stop,
+    /// The job's error; it goes on (a verify mismatch: fio checks every block first).
+    Fail,
+    /// A non-fatal error (`continue_on_error`, `ignore_error`): counted, not the job's error.
+    Counted,
+}
+
 /// Default most commands in flight on the device at once.
 pub const DEFAULT_DEVICE_DEPTH: u32 = 32;
 
@@ -655,13 +666,20 @@ impl Engine {
                 Some(offset) => format!("{} at byte offset {offset}", failure.describe(op)),
                 None => failure.describe(op),
             };
+            // A non-fatal error (continue_on_error, ignore_error) is counted and the job
+            // goes on; any other ends it.
+            let goes_on = self.jobs[io.issued.job].io_failed(io.issued.dir, failure.errno());
             self.job_error(
                 io.issued.job,
                 io.file,
                 offset,
                 failure.errno(),
                 message,
-                true,
+                if goes_on {
+                    ErrorEffect::Counted
+                } else {
+                    ErrorEffect::Stop
+                },
             );
         } else if io.check != Check::None {
             self.check(&io);
@@ -702,12 +720,11 @@ impl Engine {
             Some(mismatch.at),
             libc::EILSEQ,
             message,
-            false,
+            ErrorEffect::Fail,
         );
     }
 
-    /// Records an error of job `index` on its file `file`; with `stop`, the job issues nothing
-    /// more (fio's default for I/O errors, `continue_on_error=none`).
+    /// Records an error of job `index` on its file `file`, with its `effect` on the job.
     fn job_error(
         &mut self,
         index: usize,
@@ -715,13 +732,14 @@ impl Engine {
         offset: Option<u64>,
         errno: i32,
         message: String,
-        stop: bool,
+        effect: ErrorEffect,
     ) {
+        let stop = effect == ErrorEffect::Stop;
         let name = self.files.files[self.own[index].files[file].file]
             .name
             .clone();
         let (run, own) = (&mut self.jobs[index], &mut self.own[index]);
-        if run.result.error == 0 {
+        if run.result.error == 0 && effect != ErrorEffect::Counted {
             run.result.error = errno;
         }
         own.error_count += 1;

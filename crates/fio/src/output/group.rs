@@ -176,6 +176,11 @@ impl ReportedJob {
         if self.result.error == 0 {
             self.result.error = job.error;
         }
+        self.result.counts_errors |= job.counts_errors;
+        self.result.total_err += job.total_err;
+        if self.result.first_error == 0 {
+            self.result.first_error = job.first_error;
+        }
         self.result.options = job.options.clone();
         self.job_runtime_ms += member.job_runtime_ms;
         self.latency_depth = member.latency_depth;
@@ -502,6 +507,9 @@ mod tests {
             measure_start: 0,
             iodepth_levels: [0; IODEPTH_LEVELS],
             error: 0,
+            counts_errors: false,
+            total_err: 0,
+            first_error: 0,
             logs: Default::default(),
             log: None,
             device_time: 0,

@@ -212,6 +212,9 @@ fn dir_json(
     );
     object.insert("lat_ns".into(), latency_json(&stats.lat, None, bins));
 
+    // fio 3.36 and later add "priohint"; it is written when a hint is in use, so output
+    // without hints stays as fio 3.33 writes it.
+    let hinted = stats.prio_clat.iter().any(|(prio, _)| prio.hint() != 0);
     let prios: Vec<Value> = stats
         .prio_clat
         .iter()
@@ -221,6 +224,9 @@ fn dir_json(
             let mut object = Map::new();
             object.insert("prioclass".into(), (raw >> 13).into());
             object.insert("prio".into(), (raw & 7).into());
+            if hinted {
+                object.insert("priohint".into(), prio.hint().into());
+            }
             object.insert("clat_ns".into(), latency_json(latency, percentiles, bins));
             Value::Object(object)
         })
@@ -333,6 +339,10 @@ fn job_json(entry: &ReportedJob, group: &GroupRun, elapsed_s: u64, bins: bool) -
         "latency_ms".into(),
         distribution(&labels(&LATENCY_BUCKETS_MS), &latency.msec),
     );
+    if job.counts_errors {
+        object.insert("total_err".into(), job.total_err.into());
+        object.insert("first_error".into(), job.first_error.into());
+    }
     object.insert("latency_depth".into(), entry.latency_depth.into());
     object.insert("latency_target".into(), 0.into());
     object.insert("latency_percentile".into(), float(100.0));

@@ -142,6 +142,16 @@ fn job_status(out: &mut String, entry: &ReportedJob, group: &GroupRun) {
         trim.drop_ios
     )
     .unwrap();
+    if job.counts_errors {
+        writeln!(
+            out,
+            "     errors    : total={}, first_error={}/<{}>",
+            job.total_err,
+            job.first_error,
+            error_text(job.first_error)
+        )
+        .unwrap();
+    }
     writeln!(
         out,
         "     latency   : target=0, window=0, percentile=100.00%, depth={}",
@@ -208,13 +218,20 @@ fn dir_status(
         summary_line(out, " lat", &stats.lat);
     }
     // Per-priority lines only when two or more priorities have samples, as in fio.
+    // "class/level" as fio 3.33; "class/level/hint" as fio 3.36 when a hint is in use.
+    let hinted = stats.prio_clat.iter().any(|(prio, _)| prio.hint() != 0);
     let prios: Vec<_> = stats
         .prio_clat
         .iter()
         .filter(|(_, latency)| latency.count() > 0)
         .map(|(prio, latency)| {
             let raw = prio.to_raw();
-            (format!("clat prio {}/{}", raw >> 13, raw & 7), latency)
+            let name = if hinted {
+                format!("clat prio {}/{}/{}", raw >> 13, raw & 7, prio.hint())
+            } else {
+                format!("clat prio {}/{}", raw >> 13, raw & 7)
+            };
+            (name, latency)
         })
         .collect();
     let by_priority = prios.len() >= 2;

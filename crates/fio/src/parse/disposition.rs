@@ -51,7 +51,8 @@ const PAGE_CACHE: &str = "no meaning in simulation: the simulator has no page ca
 const CLOCK: &str = "no meaning in simulation: time is simulated and every latency is measured";
 const REPORTING: &str = "accepted without effect: iosched's reports and logs do not offer this \
                          fio reporting variant";
-const ERRORS: &str = "no meaning in simulation: simulated devices do not return errors";
+const ERRORS: &str = "not modelled: a job's fatal error does not stop the other jobs, and no \
+                      error dump is written";
 const SUBMISSION: &str = "no meaning in simulation: how the engine batches, polls or registers \
                           its system calls does not change the I/O the device sees";
 const COMMANDS: &str = "not run in simulation: iosched does not execute commands from job files";
@@ -90,8 +91,6 @@ const WAIT_FOR: &str = "starting a job when a named job finishes is not modelled
 const OPENDIR: &str = "opendir needs a real directory tree to list";
 const VERIFY_ONLY: &str = "a verify-only job reads back data written earlier; the simulator \
                            has no data to verify";
-const CMDPRIO: &str = "is not modelled yet (cmdprio_percentage, cmdprio_class and cmdprio \
-                       give a share of the I/Os another priority)";
 const SYNC_FILE_RANGE: &str = "sync_file_range() flushes are not modelled; use fsync or \
                                fdatasync";
 const PROFILE_OPTION: &str = "fio profiles are not supported";
@@ -127,7 +126,6 @@ const BS_VARIANTS: &str =
 const BARRIER: &str = "barrier writes are not modelled";
 const FILE_APPEND: &str = "appending past the end of a file is not modelled";
 const OFFSET_ALIGN: &str = "offset_align is not modelled";
-const PRIOHINT: &str = "I/O priority hints (command duration limits) are not modelled";
 const FUA: &str = "FUA reads and writes (bypassing the device cache) are not modelled";
 const WRITE_MODE: &str = "write variants other than plain writes are not modelled";
 
@@ -183,6 +181,11 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "cmdprio_percentage",
             "cmdprio_class",
             "cmdprio",
+            "cmdprio_hint",
+            "cmdprio_bssplit",
+            "priohint",
+            "continue_on_error",
+            "ignore_error",
             "thinktime",
             "thinktime_spin",
             "thinktime_blocks",
@@ -338,15 +341,7 @@ static GROUPS: &[(Disposition, &[&str])] = &[
         ],
     ),
     (Noted(IOLOG_OUT), &["write_iolog"]),
-    (
-        Noted(ERRORS),
-        &[
-            "exitall_on_error",
-            "continue_on_error",
-            "ignore_error",
-            "error_dump",
-        ],
-    ),
+    (Noted(ERRORS), &["exitall_on_error", "error_dump"]),
     (
         Noted(SUBMISSION),
         &[
@@ -470,7 +465,6 @@ static GROUPS: &[(Disposition, &[&str])] = &[
     (RefusedUnlessDefault(BARRIER), &["write_barrier"]),
     (RefusedUnlessDefault(FILE_APPEND), &["file_append"]),
     (RefusedUnlessDefault(OFFSET_ALIGN), &["offset_align"]),
-    (RefusedUnlessDefault(PRIOHINT), &["priohint"]),
     (RefusedUnlessDefault(FUA), &["readfua", "writefua"]),
     (RefusedUnlessDefault(WRITE_MODE), &["write_mode"]),
     (RefusedUnlessDefault(VERIFY_ONLY), &["verify_only"]),
@@ -482,7 +476,6 @@ static GROUPS: &[(Disposition, &[&str])] = &[
     ),
     (Refused(WAIT_FOR), &["wait_for"]),
     (Refused(OPENDIR), &["opendir"]),
-    (Refused(CMDPRIO), &["cmdprio_hint", "cmdprio_bssplit"]),
     (Refused(SYNC_FILE_RANGE), &["sync_file_range"]),
     (Refused(PROFILE_OPTION), &["profile"]),
 ];

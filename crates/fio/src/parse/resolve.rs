@@ -21,7 +21,7 @@ use super::disposition::{ASYNC_ENGINES, SYNC_ENGINES};
 use super::settings::{split_colon_list, Setting, Settings, Size, Value};
 use super::table::Scope;
 use super::ParseError;
-use crate::job::{CmdPrio, RandomDistribution, DEFAULT_PERCENTILES};
+use crate::job::{CmdPrio, CmdPrioShare, RandomDistribution, DEFAULT_PERCENTILES};
 use crate::{Amount, BlockSize, Engine, JobSpec, Location, Note, Verify};
 use iosched_core::{IoPrio, IoPrioClass, Nanos};
 
@@ -56,6 +56,156 @@ pub(super) fn resolve(
 
 struct Resolver<'a> {
     job: &'a Job<'a>,
+}
+
+/// Linux errno names as fio's `str2error` lists them: the n-th is errno n.
+const ERRNO_NAMES: &[&str] = &[
+    "EPERM",
+    "ENOENT",
+    "ESRCH",
+    "EINTR",
+    "EIO",
+    "ENXIO",
+    "E2BIG",
+    "ENOEXEC",
+    "EBADF",
+    "ECHILD",
+    "EAGAIN",
+    "ENOMEM",
+    "EACCES",
+    "EFAULT",
+    "ENOTBLK",
+    "EBUSY",
+    "EEXIST",
+    "EXDEV",
+    "ENODEV",
+    "ENOTDIR",
+    "EISDIR",
+    "EINVAL",
+    "ENFILE",
+    "EMFILE",
+    "ENOTTY",
+    "ETXTBSY",
+    "EFBIG",
+    "ENOSPC",
+    "ESPIPE",
+    "EROFS",
+    "EMLINK",
+    "EPIPE",
+    "EDOM",
+    "ERANGE",
+    "EDEADLK",
+    "ENAMETOOLONG",
+    "ENOLCK",
+    "ENOSYS",
+    "ENOTEMPTY",
+    "ELOOP",
+    "EWOULDBLOCK",
+    "ENOMSG",
+    "EIDRM",
+    "ECHRNG",
+    "EL2NSYNC",
+    "EL3HLT",
+    "EL3RST",
+    "ELNRNG",
+    "EUNATCH",
+    "ENOCSI",
+    "EL2HLT",
+    "EBADE",
+    "EBADR",
+    "EXFULL",
+    "ENOANO",
+    "EBADRQC",
+    "EBADSLT",
+    "EDEADLOCK",
+    "EBFONT",
+    "ENOSTR",
+    "ENODATA",
+    "ETIME",
+    "ENOSR",
+    "ENONET",
+    "ENOPKG",
+    "EREMOTE",
+    "ENOLINK",
+    "EADV",
+    "ESRMNT",
+    "ECOMM",
+    "EPROTO",
+    "EMULTIHOP",
+    "EDOTDOT",
+    "EBADMSG",
+    "EOVERFLOW",
+    "ENOTUNIQ",
+    "EBADFD",
+    "EREMCHG",
+    "ELIBACC",
+    "ELIBBAD",
+    "ELIBSCN",
+    "ELIBMAX",
+    "ELIBEXEC",
+    "EILSEQ",
+    "ERESTART",
+    "ESTRPIPE",
+    "EUSERS",
+    "ENOTSOCK",
+    "EDESTADDRREQ",
+    "EMSGSIZE",
+    "EPROTOTYPE",
+    "ENOPROTOOPT",
+    "EPROTONOSUPPORT",
+    "ESOCKTNOSUPPORT",
+    "EOPNOTSUPP",
+    "EPFNOSUPPORT",
+    "EAFNOSUPPORT",
+    "EADDRINUSE",
+    "EADDRNOTAVAIL",
+    "ENETDOWN",
+    "ENETUNREACH",
+    "ENETRESET",
+    "ECONNABORTED",
+    "ECONNRESET",
+    "ENOBUFS",
+    "EISCONN",
+    "ENOTCONN",
+    "ESHUTDOWN",
+    "ETOOMANYREFS",
+    "ETIMEDOUT",
+    "ECONNREFUSED",
+    "EHOSTDOWN",
+    "EHOSTUNREACH",
+    "EALREADY",
+    "EINPROGRESS",
+    "ESTALE",
+    "EUCLEAN",
+    "ENOTNAM",
+    "ENAVAIL",
+    "EISNAM",
+    "EREMOTEIO",
+    "EDQUOT",
+    "ENOMEDIUM",
+    "EMEDIUMTYPE",
+    "ECANCELED",
+    "ENOKEY",
+    "EKEYEXPIRED",
+    "EKEYREVOKED",
+    "EKEYREJECTED",
+    "EOWNERDEAD",
+    "ENOTRECOVERABLE",
+    "ERFKILL",
+    "EHWPOISON",
+];
+
+/// The errno `name` stands for (EWOULDBLOCK is EAGAIN, EDEADLOCK EDEADLK, as in fio).
+fn errno_named(name: &str) -> Option<i32> {
+    match name {
+        "EWOULDBLOCK" => return Some(11),
+        "EDEADLOCK" => return Some(35),
+        _ => {}
+    }
+    ERRNO_NAMES
+        .iter()
+        .position(|known| *known == name)
+        .map(|index| index as i32 + 1)
 }
 
 fn micros_to_nanos(micros: u64) -> Nanos {
@@ -499,24 +649,115 @@ impl Resolver<'_> {
             spec.prio = IoPrio::new(class, level.unwrap_or(0) as u8)
                 .map_err(|error| self.error(name, error.to_string()))?;
         }
-        // cmdprio.c, percentage mode: cmdprio_class defaults to the highest class (RT) and
-        // cmdprio to level 0, per direction (reads, writes).
+        if let Some(hint) = self.int("priohint") {
+            spec.prio = spec
+                .prio
+                .with_hint(hint as u16)
+                .map_err(|error| self.error("priohint", error.to_string()))?;
+        }
+        self.cmdprio(spec)?;
+        self.errors(spec)
+    }
+
+    /// `continue_on_error` and `ignore_error` (fio's options.c: `str_ignore_error_cb`).
+    fn errors(&self, spec: &mut JobSpec) -> Result<(), ParseError> {
+        spec.errors.continue_on = match self.text("continue_on_error").unwrap_or("none") {
+            "none" | "0" => 0,
+            "read" => 1,
+            "write" => 2,
+            "io" => 3,
+            "verify" => 4,
+            _ => 7,
+        };
+        let Some(text) = self.text("ignore_error") else {
+            return Ok(());
+        };
+        // Lists for read, write and verify errors, in that order, separated by ','; in each,
+        // errno names or numbers separated by ':'.
+        for (kind, list) in text.split(',').enumerate() {
+            if kind == 3 {
+                return Err(self.error(
+                    "ignore_error",
+                    format!("\"{text}\" has more than three lists (read, write, verify)"),
+                ));
+            }
+            let mut errnos = Vec::new();
+            for item in list
+                .split(':')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+            {
+                let errno = errno_named(item)
+                    .or_else(|| item.parse::<i32>().ok().map(i32::abs).filter(|n| *n > 0))
+                    .ok_or_else(|| {
+                        self.error(
+                            "ignore_error",
+                            format!(
+                                "\"{item}\" is not an errno name (such as EIO or ETIME) or number"
+                            ),
+                        )
+                    })?;
+                errnos.push(errno);
+            }
+            if !errnos.is_empty() {
+                spec.errors.ignore[kind] = Some(errnos);
+            }
+        }
+        Ok(())
+    }
+
+    /// cmdprio.c: `cmdprio_percentage` or `cmdprio_bssplit` (never both), per direction;
+    /// `cmdprio_class` defaults to the highest class (RT), `cmdprio` and `cmdprio_hint` to 0.
+    fn cmdprio(&self, spec: &mut JobSpec) -> Result<(), ParseError> {
         let percentages = self.directions("cmdprio_percentage");
         let classes = self.directions("cmdprio_class");
         let levels = self.directions("cmdprio");
+        let hints = self.directions("cmdprio_hint");
+        let split = match self.job.settings.value("cmdprio_bssplit") {
+            Some(Value::PrioSplit(split)) => Some(split),
+            _ => None,
+        };
+        if split.is_some_and(|split| split.iter().any(Option::is_some))
+            && percentages[..2].iter().any(|p| p.is_some_and(|p| p > 0))
+        {
+            return Err(self.error(
+                "cmdprio_bssplit",
+                "cmdprio_percentage and cmdprio_bssplit are mutually exclusive (fio refuses both)",
+            ));
+        }
+        let build = |name: &str, class: u8, level: u8, hint: u16| {
+            let class = IoPrioClass::from_number(class).unwrap_or(IoPrioClass::Rt);
+            IoPrio::new(class, level)
+                .and_then(|prio| prio.with_hint(hint))
+                .map_err(|error| self.error(name, error.to_string()))
+        };
         for direction in 0..2 {
-            let percentage = percentages[direction].unwrap_or(0);
-            if percentage == 0 {
+            let implicit = build(
+                "cmdprio",
+                classes[direction].unwrap_or(1) as u8,
+                levels[direction].unwrap_or(0) as u8,
+                hints[direction].unwrap_or(0) as u16,
+            )?;
+            if let Some(entries) = split.and_then(|split| split[direction].as_ref()) {
+                let mut shares = Vec::with_capacity(entries.len());
+                for &(size, percentage, own) in entries {
+                    let prio = match own {
+                        Some((class, level, hint)) => build("cmdprio_bssplit", class, level, hint)?,
+                        None => implicit,
+                    };
+                    shares.push(CmdPrioShare {
+                        block_size: Some(size),
+                        percentage: percentage as u8,
+                        prio,
+                    });
+                }
+                spec.cmdprio[direction] = Some(CmdPrio { shares });
                 continue;
             }
-            let class = IoPrioClass::from_number(classes[direction].unwrap_or(1) as u8)
-                .unwrap_or(IoPrioClass::Rt);
-            let prio = IoPrio::new(class, levels[direction].unwrap_or(0) as u8)
-                .map_err(|error| self.error("cmdprio", error.to_string()))?;
-            spec.cmdprio[direction] = Some(CmdPrio {
-                percentage: percentage as u8,
-                prio,
-            });
+            let percentage = percentages[direction].unwrap_or(0);
+            if percentage > 0 {
+                spec.cmdprio[direction] = Some(CmdPrio::percentage(percentage as u8, implicit));
+            }
         }
         Ok(())
     }

@@ -55,6 +55,9 @@ pub(super) enum Value {
     DirectionRanges([Option<(u64, u64)>; 3]),
     /// Per-direction weighted sizes (`bssplit`), percentages filled in.
     Split([Option<Vec<(u64, u32)>>; 3]),
+    /// `cmdprio_bssplit` for reads and writes: block size, percentage, and the entry's own
+    /// (class, level, hint) when it names one.
+    PrioSplit([Option<Vec<PrioSplitEntry>>; 2]),
     /// Text: words, names, paths.
     Text(String),
     /// Float lists.
@@ -237,6 +240,7 @@ impl Settings {
                 return Ok(Value::DirectionRanges(ranges));
             }
             "bssplit" => return read_bssplit(required(text)?, kb_base),
+            "cmdprio_bssplit" => return read_cmdprio_bssplit(required(text)?, kb_base),
             "filesize" => {
                 let (low, high) = value::size_range(required(text)?, kb_base, false)?;
                 check_min(option, i128::from(low))?;
@@ -542,6 +546,83 @@ fn read_bssplit(text: &str, kb_base: u64) -> Result<Value, String> {
         split[direction] = Some(fill_percentages(&entries, part)?);
     }
     Ok(Value::Split(split))
+}
+
+/// One `cmdprio_bssplit` entry: block size, percentage, and its own (class, level, hint).
+pub(super) type PrioSplitEntry = (u64, u32, Option<(u8, u8, u16)>);
+
+/// `cmdprio_bssplit=bs/perc[/class/level[/hint]]:...[,...]` as fio's
+/// `parse_cmdprio_bssplit_entry` reads it, per direction (trim ignored): entries of 0% are
+/// dropped, the rest sorted by block size (a stable sort, so same-size entries keep their
+/// order). Where fio clamps an out-of-range class, level, hint or percentage, this refuses it.
+fn read_cmdprio_bssplit(text: &str, kb_base: u64) -> Result<Value, String> {
+    let mut split: [Option<Vec<PrioSplitEntry>>; 2] = [None, None];
+    let parts = value::split_directions(text);
+    for (direction, part) in parts.into_iter().take(2).enumerate() {
+        let Some(part) = part else { continue };
+        let mut entries = Vec::new();
+        for entry in part.split(':') {
+            if entry.trim().is_empty() {
+                break;
+            }
+            if entries.len() == BSSPLIT_ENTRIES_MAX {
+                return Err(format!(
+                    "more than {BSSPLIT_ENTRIES_MAX} entries in \"{part}\""
+                ));
+            }
+            let fields: Vec<&str> = entry.split('/').map(str::trim).collect();
+            let number = |what: &str, text: &str, max: u32| -> Result<u32, String> {
+                let parsed: u32 = text.parse().map_err(|_| {
+                    format!("bad {what} \"{text}\" in entry \"{entry}\": a whole number is needed")
+                })?;
+                if parsed > max {
+                    return Err(format!(
+                        "{what} {parsed} in entry \"{entry}\" is over {max}"
+                    ));
+                }
+                Ok(parsed)
+            };
+            let size = value::bytes(fields[0], kb_base)?;
+            let percent = match fields.get(1) {
+                None | Some(&"") => 0,
+                Some(text) => number("percentage", text, 100)?,
+            };
+            let prio = match fields.len() {
+                1 | 2 => None,
+                4 | 5 => {
+                    let class = number("class", fields[2], 3)? as u8;
+                    let level = number("level", fields[3], 7)? as u8;
+                    let hint = match fields.get(4) {
+                        Some(text) => number("hint", text, 1023)? as u16,
+                        None => 0,
+                    };
+                    Some((class, level, hint))
+                }
+                _ => {
+                    return Err(format!(
+                        "entry \"{entry}\" is not bs/percentage, bs/percentage/class/level or \
+                         bs/percentage/class/level/hint"
+                    ))
+                }
+            };
+            if percent > 0 {
+                entries.push((size, percent, prio));
+            }
+        }
+        entries.sort_by_key(|entry| entry.0);
+        for size in entries.iter().map(|entry| entry.0) {
+            let total: u32 = entries.iter().filter(|e| e.0 == size).map(|e| e.1).sum();
+            if total > 100 {
+                return Err(format!(
+                    "the percentages for block size {size} add up to {total}, more than 100"
+                ));
+            }
+        }
+        if !entries.is_empty() {
+            split[direction] = Some(entries);
+        }
+    }
+    Ok(Value::PrioSplit(split))
 }
 
 fn fill_percentages(entries: &[(u64, Option<u32>)], text: &str) -> Result<Vec<(u64, u32)>, String> {

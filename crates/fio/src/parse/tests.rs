@@ -549,33 +549,97 @@ fn cmdprio_options_per_direction() {
     use crate::CmdPrio;
     let rt0 = IoPrio::new(IoPrioClass::Rt, 0).unwrap();
     let spec = job("[j]\nioengine=libaio\ncmdprio_percentage=30\n");
-    let share = Some(CmdPrio {
-        percentage: 30,
-        prio: rt0,
-    });
-    assert_eq!(spec.cmdprio, [share, share]);
+    let share = Some(CmdPrio::percentage(30, rt0));
+    assert_eq!(spec.cmdprio, [share.clone(), share]);
     let spec =
         job("[j]\nioengine=io_uring\ncmdprio_percentage=10,50\ncmdprio_class=1,3\ncmdprio=4,0\n");
     assert_eq!(
         spec.cmdprio,
         [
-            Some(CmdPrio {
-                percentage: 10,
-                prio: IoPrio::new(IoPrioClass::Rt, 4).unwrap()
-            }),
-            Some(CmdPrio {
-                percentage: 50,
-                prio: IoPrio::new(IoPrioClass::Idle, 0).unwrap()
-            }),
+            Some(CmdPrio::percentage(
+                10,
+                IoPrio::new(IoPrioClass::Rt, 4).unwrap()
+            )),
+            Some(CmdPrio::percentage(
+                50,
+                IoPrio::new(IoPrioClass::Idle, 0).unwrap()
+            )),
         ]
     );
     let spec = job("[j]\nioengine=libaio\ncmdprio_percentage=,25\n");
     assert_eq!(spec.cmdprio[0], None);
-    assert_eq!(spec.cmdprio[1].map(|c| c.percentage), Some(25));
+    assert_eq!(
+        spec.cmdprio[1].as_ref().map(|c| c.shares[0].percentage),
+        Some(25)
+    );
     assert!(error("[j]\nioengine=psync\ncmdprio_percentage=10\n").contains("libaio"));
     assert!(error("[j]\nioengine=libaio\ncmdprio_percentage=101\n").contains("cmdprio_percentage"));
     assert!(error("[j]\nioengine=libaio\ncmdprio_class=4\n").contains("cmdprio_class"));
     assert!(error("[j]\nioengine=libaio\ncmdprio=8\n").contains("cmdprio"));
+}
+
+// cmdprio_bssplit in fio's three forms (examples/cmdprio-bssplit.fio): shares per block size
+// with the cmdprio_* priority, or each entry's own class/level[/hint]; 0% entries dropped;
+// exclusive with cmdprio_percentage; bad entries refused with the option named.
+#[test]
+fn cmdprio_bssplit_forms() {
+    use crate::{CmdPrio, CmdPrioShare};
+    let share =
+        |size: u64, percentage: u8, class: IoPrioClass, level: u8, hint: u16| CmdPrioShare {
+            block_size: Some(size),
+            percentage,
+            prio: IoPrio::new(class, level).unwrap().with_hint(hint).unwrap(),
+        };
+    let spec = job(
+        "[j]\nioengine=libaio\nrw=randrw\nbssplit=64k/40:1024k/60,1024k/100\n\
+         cmdprio_bssplit=64k/100:1024k/0,1024k/0\ncmdprio_class=1\ncmdprio=0\n",
+    );
+    assert_eq!(
+        spec.cmdprio,
+        [
+            Some(CmdPrio {
+                shares: vec![share(65536, 100, IoPrioClass::Rt, 0, 0)]
+            }),
+            None
+        ]
+    );
+    let spec = job("[j]\nioengine=libaio\nrw=randread\nbssplit=1M/40:2M/60\n\
+         cmdprio_bssplit=2M/10/2/0/3:1M/10/2/0/1:1M/30/2/0/2:1M/60/2/0/0\n");
+    let read = spec.cmdprio[0].clone().unwrap();
+    let be = IoPrioClass::Be;
+    assert_eq!(
+        read.shares,
+        vec![
+            share(1 << 20, 10, be, 0, 1),
+            share(1 << 20, 30, be, 0, 2),
+            share(1 << 20, 60, be, 0, 0),
+            share(2 << 20, 10, be, 0, 3),
+        ]
+    );
+    // The draw walks the shares of the I/O's size in order.
+    assert_eq!(read.pick(1 << 20, 9).map(|p| p.hint()), Some(1));
+    assert_eq!(read.pick(1 << 20, 10).map(|p| p.hint()), Some(2));
+    assert_eq!(read.pick(2 << 20, 9).map(|p| p.hint()), Some(3));
+    assert_eq!(read.pick(2 << 20, 10), None);
+    assert!(!read.applies_to(4096));
+    let both = "[j]\nioengine=libaio\ncmdprio_percentage=5\ncmdprio_bssplit=4k/10\n";
+    assert!(error(both).contains("mutually exclusive"));
+    assert!(error("[j]\nioengine=libaio\ncmdprio_bssplit=4k/60:4k/50\n").contains("more than 100"));
+    assert!(error("[j]\nioengine=libaio\ncmdprio_bssplit=4k/10/1\n").contains("cmdprio_bssplit"));
+    assert!(error("[j]\nioengine=libaio\ncmdprio_bssplit=4k/10/4/0\n").contains("class 4"));
+    assert!(error("[j]\nioengine=psync\ncmdprio_bssplit=4k/10\n").contains("libaio"));
+}
+
+// priohint and cmdprio_hint put a hint in the priority (bits 3..13), as fio 3.36+.
+#[test]
+fn priority_hints() {
+    let spec = job("[j]\nprioclass=2\nprio=1\npriohint=3\n");
+    assert_eq!(spec.prio.to_raw(), (2 << 13) | (3 << 3) | 1);
+    let spec = job("[j]\nioengine=io_uring\ncmdprio_percentage=20\ncmdprio_hint=2,0\n");
+    let read = spec.cmdprio[0].clone().unwrap();
+    assert_eq!(read.shares[0].prio.duration_limit(), Some(2));
+    assert_eq!(spec.cmdprio[1].clone().unwrap().shares[0].prio.hint(), 0);
+    assert!(error("[j]\npriohint=1024\n").contains("priohint"));
 }
 
 // Refused options fail with the option, value and reason.
@@ -585,7 +649,6 @@ fn refusals_name_the_option_and_reason() {
         error("[j]\nzonemode=zbd\n"),
         "t.fio:2: zonemode=zbd: refused: zoned I/O (zonemode strided or zbd) is not modelled"
     );
-    assert!(error("[j]\nioengine=libaio\ncmdprio_bssplit=4k/10\n").contains("cmdprio_bssplit"));
     assert!(error("[j]\nrate_process=poisson\n").contains("linear rate"));
     assert!(error("[j]\nio_submit_mode=offload\n").contains("offload"));
     assert!(error("[j]\nrwmixcycle=10\n").contains("no longer accepts"));
