@@ -20,6 +20,9 @@ pub struct JobFigures {
     pub runtime: u64,
     /// Device time of the pooled jobs (every direction), ns.
     pub device_time: u64,
+    /// I/Os of the pooled jobs that failed and were counted (fio's `total_err`, every
+    /// direction).
+    pub errors: u64,
 }
 
 impl JobFigures {
@@ -34,7 +37,9 @@ impl JobFigures {
     }
 
     /// A named metric, in base units (ns, bytes/s, I/Os per second, counts):
-    /// `iops`, `bw`, `ios`, `bytes`, `disk_time` (the device's time on them, ns), `clat_mean`, `clat_max`, `clat_min`, `clat_stddev`,
+    /// `iops`, `bw`, `ios`, `bytes`, `disk_time` (the device's time on them, ns), `errors`
+    /// (failed I/Os counted under `continue_on_error`), `clat_mean`, `clat_max`, `clat_min`,
+    /// `clat_stddev`,
     /// `clat_pNN` (for example `clat_p99.99`), and the same for `lat_` and `slat_`.
     pub fn metric(&self, name: &str) -> Option<f64> {
         match name {
@@ -43,6 +48,7 @@ impl JobFigures {
             "ios" => return Some(self.stats.total_ios as f64),
             "bytes" => return Some(self.stats.io_bytes as f64),
             "disk_time" => return Some(self.device_time as f64),
+            "errors" => return Some(self.errors as f64),
             _ => {}
         }
         let (kind, what) = name.split_once('_')?;
@@ -77,7 +83,7 @@ fn per_second(amount: f64, runtime: u64) -> f64 {
 
 /// Names of the metrics [`JobFigures::metric`] knows, for error messages.
 pub const METRIC_NAMES: &str =
-    "iops, bw, ios, bytes, disk_time, clat_mean, clat_max, clat_min, clat_stddev, \
+    "iops, bw, ios, bytes, disk_time, errors, clat_mean, clat_max, clat_min, clat_stddev, \
                                 clat_pNN (e.g. clat_p99.99), and lat_* / slat_* likewise";
 
 /// The figures of the jobs named `job` in direction `dir` (or the direction with the most I/O);
@@ -111,6 +117,7 @@ pub fn job_figures(report: &RunReport, job: &str, dir: Option<DataDir>) -> Optio
         stats,
         runtime: matched.iter().map(|j| j.runtime).max().unwrap_or(0),
         device_time: matched.iter().map(|j| j.device_time).sum(),
+        errors: matched.iter().map(|j| j.total_err).sum(),
     })
 }
 

@@ -161,7 +161,7 @@ pub struct Simulation {
     /// Completion to issuer delay (`wakeup_latency`).
     wakeup_latency: Nanos,
     /// Completed device requests whose issuers have not yet been told, by carrier id.
-    notifications: FxHashMap<u64, (Op, Vec<RequestId>)>,
+    notifications: FxHashMap<u64, (Op, Vec<RequestId>, Option<i32>)>,
 }
 
 /// One request's life, recorded when tracing (for tests of the exactly-once and ordering
@@ -383,12 +383,12 @@ impl Simulation {
             }
             match event {
                 Event::Notify(carrier) => {
-                    let (op, ids) = self
+                    let (op, ids, error) = self
                         .notifications
                         .remove(&carrier)
                         .expect("each completion is notified once");
                     for id in ids {
-                        self.finish_io(id, RequestId(carrier), op, time);
+                        self.finish_io(id, RequestId(carrier), op, time, error);
                     }
                 }
                 Event::JobStart(job) => driver::start(self, job as usize, time),
@@ -584,7 +584,8 @@ impl Simulation {
             let completed_any = !done.is_empty();
             for (at, request) in done.drain(..) {
                 debug_assert!(at <= self.now);
-                self.complete(request, at);
+                let error = self.device.completion_error(&request);
+                self.complete(request, at, error);
             }
             self.done = done;
             self.admit_blocked();
@@ -646,7 +647,8 @@ impl Simulation {
         dispatched_any
     }
 
-    fn complete(&mut self, request: Request, at: Nanos) {
+    /// `request` completed at `at`, or failed with errno `error`.
+    fn complete(&mut self, request: Request, at: Nanos, error: Option<i32>) {
         let dispatched = self.ios[&request.id.0].dispatched;
         self.disk
             .completed(self.now, request.direction(), at - dispatched);
@@ -665,18 +667,26 @@ impl Simulation {
         let carrier_id = request.id;
         if self.wakeup_latency == 0 {
             for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
-                self.finish_io(id, carrier_id, request.op, at);
+                self.finish_io(id, carrier_id, request.op, at, error);
             }
             return;
         }
         let told = (at + self.wakeup_latency).max(self.now);
         let mut ids = request.merged;
         ids.insert(0, carrier_id);
-        self.notifications.insert(carrier_id.0, (request.op, ids));
+        self.notifications
+            .insert(carrier_id.0, (request.op, ids, error));
         self.events.push(told, Event::Notify(carrier_id.0));
     }
 
-    fn finish_io(&mut self, id: RequestId, carrier: RequestId, op: Op, at: Nanos) {
+    fn finish_io(
+        &mut self,
+        id: RequestId,
+        carrier: RequestId,
+        op: Op,
+        at: Nanos,
+        error: Option<i32>,
+    ) {
         let io = self.ios.remove(&id.0).expect("completed I/O is tracked");
         self.completed_total += 1;
         if let Some(trace) = &mut self.trace {
@@ -691,7 +701,16 @@ impl Simulation {
                 job: io.issued.job as u32,
             });
         }
-        self.jobs[io.issued.job].record(&io.issued, at);
+        let job = &mut self.jobs[io.issued.job];
+        match error {
+            // A failed I/O is not measured; the job counts it and goes on, or stops.
+            Some(errno) => {
+                job.io_failed(io.issued.dir, errno);
+            }
+            None => {
+                job.record(&io.issued, at);
+            }
+        }
         driver::completed(self, io.issued.job, at);
     }
 

@@ -51,6 +51,14 @@ pub trait Device: Send {
     /// with their completion times, in completion order.
     fn advance(&mut self, now: Nanos, done: &mut Vec<(Nanos, Request)>);
 
+    /// The errno `request` completed with, if it failed (a command aborted by its duration
+    /// limit: ETIME). Asked once for each command `advance` just reported, before the next
+    /// `advance`.
+    fn completion_error(&mut self, request: &Request) -> Option<i32> {
+        let _ = request;
+        None
+    }
+
     /// Every parameter, given and derived, with unit and source.
     fn parameters(&self) -> Vec<Parameter>;
 

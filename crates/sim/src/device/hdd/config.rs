@@ -68,6 +68,15 @@ pub struct HddConfig {
     pub ncq_prio_classes: u8,
     /// Positioning forgiven a high-priority command, in revolutions.
     pub ncq_prio_credit_rev: f64,
+    /// Command duration limits (Linux 6.5+ `cdl_enable`): a request whose priority hint is 1
+    /// to 7 carries that descriptor of its direction.
+    pub cdl_enable: bool,
+    /// The read descriptors 1 to 7 (T2A page).
+    pub cdl_read: [CdlDescriptor; 7],
+    /// The write descriptors 1 to 7 (T2B page).
+    pub cdl_write: [CdlDescriptor; 7],
+    /// A command this close to its inactive limit is served before others, ms.
+    pub cdl_guard_ms: f64,
     /// Idle time before background destaging starts, ms.
     pub destage_idle_ms: f64,
     /// Dirty share of the write buffer above which destages compete with host commands, %.
@@ -80,6 +89,158 @@ pub struct HddConfig {
     pub read_ahead_resume_pct: f64,
     /// Read-ahead no command may interrupt after a miss continuing a sequential stream, KiB.
     pub stream_read_ahead_kib: u64,
+}
+
+/// What the drive does with a command that exceeds a limit of its descriptor (the policy
+/// fields of a CDL descriptor; cdl-tools' names in parentheses).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CdlPolicy {
+    /// Go on and complete it as soon as possible (`complete-earliest`, 0h).
+    #[default]
+    BestEffort,
+    /// Abort it: the host sees the command fail with ETIME, as Linux reports
+    /// `BLK_STS_DURATION_LIMIT` (`abort`, Fh).
+    Abort,
+    /// Drop its limits: from then on it is an ordinary command (`continue-no-limit`, 2h, a
+    /// duration guideline policy; here for the inactive limit too).
+    Demote,
+}
+
+impl CdlPolicy {
+    fn name(self) -> &'static str {
+        match self {
+            CdlPolicy::BestEffort => "best-effort",
+            CdlPolicy::Abort => "abort",
+            CdlPolicy::Demote => "demote",
+        }
+    }
+}
+
+/// One command duration limit descriptor: limits in ms (0: none) and the policy for both.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CdlDescriptor {
+    /// Longest wait in the queue before the drive starts the command, ms (0: none).
+    pub inactive_ms: f64,
+    /// Longest time from the start of its media access to its completion, ms (0: none).
+    pub active_ms: f64,
+    /// What happens when a limit is exceeded.
+    pub policy: CdlPolicy,
+}
+
+impl CdlDescriptor {
+    /// Whether it limits anything.
+    pub fn is_set(&self) -> bool {
+        self.inactive_ms > 0.0 || self.active_ms > 0.0
+    }
+
+    /// `off`, or `inactive=30ms,active=0ms,policy=abort` (any of the three; a limit without a
+    /// unit is in ms; `us` and `s` are accepted).
+    fn parse(name: &str, value: &str) -> Result<CdlDescriptor, DeviceError> {
+        let text = value.trim();
+        let mut descriptor = CdlDescriptor::default();
+        if text.eq_ignore_ascii_case("off") || text.is_empty() {
+            return Ok(descriptor);
+        }
+        for field in text.split(',').map(str::trim) {
+            let Some((key, item)) = field.split_once('=') else {
+                return Err(bad(
+                    name,
+                    value,
+                    &format!("\"{field}\" is not key=value; expected off or \
+                              inactive=30ms,active=50ms,policy=abort"),
+                ));
+            };
+            match key.trim() {
+                "inactive" => descriptor.inactive_ms = parse_limit_ms(name, value, item)?,
+                "active" => descriptor.active_ms = parse_limit_ms(name, value, item)?,
+                "policy" => {
+                    descriptor.policy = match item.trim() {
+                        "best-effort" | "complete-earliest" => CdlPolicy::BestEffort,
+                        "abort" => CdlPolicy::Abort,
+                        "demote" | "continue-no-limit" => CdlPolicy::Demote,
+                        other => {
+                            return Err(bad(
+                                name,
+                                value,
+                                &format!("policy \"{other}\": expected best-effort, abort or demote"),
+                            ))
+                        }
+                    }
+                }
+                other => {
+                    return Err(bad(
+                        name,
+                        value,
+                        &format!("unknown field \"{other}\"; expected inactive, active or policy"),
+                    ))
+                }
+            }
+        }
+        Ok(descriptor)
+    }
+
+    fn text(&self) -> String {
+        if !self.is_set() {
+            return "off".into();
+        }
+        format!(
+            "inactive={}ms,active={}ms,policy={}",
+            self.inactive_ms,
+            self.active_ms,
+            self.policy.name()
+        )
+    }
+}
+
+/// A time limit: `30ms`, `500us`, `2s`, or a bare number of ms; at most an hour.
+fn parse_limit_ms(name: &str, value: &str, item: &str) -> Result<f64, DeviceError> {
+    let item = item.trim();
+    let (number, scale) = if let Some(n) = item.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = item.strip_suffix("us") {
+        (n, 1e-3)
+    } else if let Some(n) = item.strip_suffix('s') {
+        (n, 1e3)
+    } else {
+        (item, 1.0)
+    };
+    let number: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| bad(name, value, &format!("limit \"{item}\" is not a time")))?;
+    let ms = number * scale;
+    if !ms.is_finite() || !(0.0..=3_600_000.0).contains(&ms) {
+        return Err(bad(
+            name,
+            value,
+            &format!("limit \"{item}\" must be within 0..=1h"),
+        ));
+    }
+    Ok(ms)
+}
+
+/// The names of the descriptor settings, reads then writes.
+pub const CDL_SETTING_NAMES: [&str; 14] = [
+    "cdl_read_1",
+    "cdl_read_2",
+    "cdl_read_3",
+    "cdl_read_4",
+    "cdl_read_5",
+    "cdl_read_6",
+    "cdl_read_7",
+    "cdl_write_1",
+    "cdl_write_2",
+    "cdl_write_3",
+    "cdl_write_4",
+    "cdl_write_5",
+    "cdl_write_6",
+    "cdl_write_7",
+];
+
+/// The descriptor a `cdl_read_N` / `cdl_write_N` name refers to: (write, index 0..7).
+fn cdl_setting(name: &str) -> Option<(bool, usize)> {
+    let index = CDL_SETTING_NAMES.iter().position(|n| *n == name)?;
+    Some((index >= 7, index % 7))
 }
 
 /// `ncq_prio_classes` bit of the RT class.
@@ -143,6 +304,10 @@ impl Default for HddConfig {
             ncq_prio_enable: false,
             ncq_prio_classes: PRIO_CLASS_RT,
             ncq_prio_credit_rev: 1000.0,
+            cdl_enable: false,
+            cdl_read: [CdlDescriptor::default(); 7],
+            cdl_write: [CdlDescriptor::default(); 7],
+            cdl_guard_ms: 25.0,
             destage_idle_ms: 0.5,
             destage_high_water_pct: 75.0,
             destage_max_kib: 512,
@@ -313,6 +478,105 @@ pub const SETTINGS: &[Setting] = &[
                drives blend priority with positioning; how much is not published",
     },
     Setting {
+        name: "cdl_enable",
+        unit: "on/off",
+        note: "command duration limits (Linux 6.5+ sysfs cdl_enable, off by default; libata \
+               refuses it together with ncq_prio_enable): a request with priority hint 1-7 \
+               (fio's priohint, cmdprio_hint) carries that descriptor (sd_cdl_dld), and the \
+               drive serves it by its limits",
+    },
+    Setting {
+        name: "cdl_read_1",
+        unit: "descriptor",
+        note: "read command duration limit descriptor 1, for requests with priority hint 1: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_read_2",
+        unit: "descriptor",
+        note: "read command duration limit descriptor 2, for requests with priority hint 2: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_read_3",
+        unit: "descriptor",
+        note: "read command duration limit descriptor 3, for requests with priority hint 3: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_read_4",
+        unit: "descriptor",
+        note: "read command duration limit descriptor 4, for requests with priority hint 4: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_read_5",
+        unit: "descriptor",
+        note: "read command duration limit descriptor 5, for requests with priority hint 5: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_read_6",
+        unit: "descriptor",
+        note: "read command duration limit descriptor 6, for requests with priority hint 6: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_read_7",
+        unit: "descriptor",
+        note: "read command duration limit descriptor 7, for requests with priority hint 7: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_write_1",
+        unit: "descriptor",
+        note: "write command duration limit descriptor 1, for requests with priority hint 1: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_write_2",
+        unit: "descriptor",
+        note: "write command duration limit descriptor 2, for requests with priority hint 2: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_write_3",
+        unit: "descriptor",
+        note: "write command duration limit descriptor 3, for requests with priority hint 3: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_write_4",
+        unit: "descriptor",
+        note: "write command duration limit descriptor 4, for requests with priority hint 4: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_write_5",
+        unit: "descriptor",
+        note: "write command duration limit descriptor 5, for requests with priority hint 5: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_write_6",
+        unit: "descriptor",
+        note: "write command duration limit descriptor 6, for requests with priority hint 6: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_write_7",
+        unit: "descriptor",
+        note: "write command duration limit descriptor 7, for requests with priority hint 7: \
+               off, or inactive=T,active=T,policy=best-effort|abort|demote",
+    },
+    Setting {
+        name: "cdl_guard_ms",
+        unit: "ms",
+        note: "a command with an inactive limit is served first (earliest limit first) from \
+               this long before its limit: one full-stroke seek plus one revolution (our \
+               choice; how drives schedule limits is not published)",
+    },
+    Setting {
         name: "destage_idle_ms",
         unit: "ms",
         note: "idle time before background destaging (our choice: lets a synchronous host's next \
@@ -402,6 +666,17 @@ impl HddConfig {
             "ncq_prio_enable" => self.ncq_prio_enable = parse_flag(name, value)?,
             "ncq_prio_classes" => self.ncq_prio_classes = parse_prio_classes(name, value)?,
             "ncq_prio_credit_rev" => self.ncq_prio_credit_rev = number(0.0, 1000.0)?,
+            "cdl_enable" => self.cdl_enable = parse_flag(name, value)?,
+            "cdl_guard_ms" => self.cdl_guard_ms = number(0.0, 3_600_000.0)?,
+            _ if cdl_setting(name).is_some() => {
+                let (write, index) = cdl_setting(name).expect("checked");
+                let descriptor = CdlDescriptor::parse(name, value)?;
+                if write {
+                    self.cdl_write[index] = descriptor;
+                } else {
+                    self.cdl_read[index] = descriptor;
+                }
+            }
             "destage_idle_ms" => self.destage_idle_ms = number(0.0, 60_000.0)?,
             "destage_high_water_pct" => self.destage_high_water_pct = number(0.0, 100.0)?,
             "destage_max_kib" => self.destage_max_kib = parse_integer(name, value, 4, 1 << 20)?,
@@ -450,6 +725,16 @@ impl HddConfig {
             "ncq_deadline_ms" => format!("{}", self.ncq_deadline_ms),
             "ncq_prio_enable" => if self.ncq_prio_enable { "on" } else { "off" }.to_string(),
             "ncq_prio_credit_rev" => format!("{}", self.ncq_prio_credit_rev),
+            "cdl_enable" => if self.cdl_enable { "on" } else { "off" }.to_string(),
+            "cdl_guard_ms" => format!("{}", self.cdl_guard_ms),
+            _ if cdl_setting(name).is_some() => {
+                let (write, index) = cdl_setting(name).expect("checked");
+                if write {
+                    self.cdl_write[index].text()
+                } else {
+                    self.cdl_read[index].text()
+                }
+            }
             "ncq_prio_classes" => [
                 (PRIO_CLASS_RT, "rt"),
                 (PRIO_CLASS_BE, "be"),
@@ -493,6 +778,20 @@ mod tests {
             Err(DeviceError::UnknownParameter { .. })
         ));
         assert!(config.set("queue_depth", "33").is_err());
+        config
+            .set("cdl_read_2", "inactive=30ms,active=0.5s,policy=abort")
+            .unwrap();
+        assert_eq!(
+            config.get("cdl_read_2"),
+            "inactive=30ms,active=500ms,policy=abort"
+        );
+        let again = config.get("cdl_read_2");
+        config.set("cdl_read_2", &again).unwrap();
+        assert_eq!(config.cdl_read[1].policy, CdlPolicy::Abort);
+        for bad in ["inactive", "inactive=-1ms", "policy=drop", "nope=1", "inactive=2h"] {
+            let error = config.set("cdl_write_7", bad).unwrap_err().to_string();
+            assert!(error.contains("cdl_write_7"), "{bad}: {error}");
+        }
         assert!(config.set("write_cache", "maybe").is_err());
     }
 }

@@ -3,6 +3,7 @@
 //! its segments, the write cache and flushes, and serving reads from the buffer.
 
 use super::*;
+use config::CdlPolicy;
 
 /// The NCQ priority a request's command gets: high when NCQ priority is on and the request's
 /// class is one of `ncq_prio_classes` (libata: RT only, in `ata_build_rw_tf`).
@@ -23,6 +24,104 @@ pub(super) fn command_priority(config: &HddConfig, request: &Request) -> Command
 }
 
 impl Hdd {
+    /// The duration limits `request` carries when accepted at `now`: with `cdl_enable`, the
+    /// descriptor its priority hint names (1-7) in its direction, if that descriptor is set
+    /// (the kernel's `sd_cdl_dld`; reads use the T2A page, writes T2B).
+    pub(super) fn limits_of(&self, request: &Request, now: Nanos) -> Option<Limits> {
+        if !self.config.cdl_enable {
+            return None;
+        }
+        let direction = match request.op {
+            Op::Read => 0,
+            Op::Write => 1,
+            Op::Flush | Op::Discard => return None,
+        };
+        let index = usize::from(request.prio.duration_limit()?) - 1;
+        let (inactive, active, policy) = self.cdl[direction][index]?;
+        Some(Limits {
+            start_by: inactive.map(|limit| now.saturating_add(limit)),
+            active,
+            policy,
+            missed: false,
+        })
+    }
+
+    /// When a queued command must start by, if it has a live inactive limit.
+    pub(super) fn start_by(&self, slot: u32) -> Option<Nanos> {
+        self.command(slot).limits.and_then(|limits| limits.start_by)
+    }
+
+    /// Applies the policy of every waiting command whose inactive limit has passed by `now`:
+    /// abort (it completes now with ETIME), demote (it loses its limits), or best effort (it
+    /// stays first in line, counted once as missed).
+    pub(super) fn expire_limits(&mut self, now: Nanos) {
+        let due: Vec<u32> = self
+            .queued
+            .iter()
+            .chain(&self.waiting_for_room)
+            .copied()
+            .filter(|&slot| self.start_by(slot).is_some_and(|by| by <= now))
+            .collect();
+        for slot in due {
+            if self.expire(slot, now) {
+                self.queued.retain(|&queued| queued != slot);
+                self.waiting_for_room.retain(|&waiting| waiting != slot);
+            }
+        }
+    }
+
+    /// The inactive limit of the command in `slot` at `now`; returns whether it was aborted.
+    fn expire(&mut self, slot: u32, now: Nanos) -> bool {
+        let command = self.slots[slot as usize].as_mut().expect("slot in use");
+        let Some(limits) = command.limits.as_mut() else {
+            return false;
+        };
+        if limits.start_by.is_none_or(|by| by > now) || limits.missed {
+            return false;
+        }
+        match limits.policy {
+            CdlPolicy::Abort => {
+                command.aborted = true;
+                self.counters.cdl_aborted += 1;
+                self.complete_at(slot, now);
+                true
+            }
+            CdlPolicy::Demote => {
+                command.limits = None;
+                self.counters.cdl_demoted += 1;
+                self.counters.cdl_missed += 1;
+                false
+            }
+            CdlPolicy::BestEffort => {
+                limits.missed = true;
+                self.counters.cdl_missed += 1;
+                false
+            }
+        }
+    }
+
+    /// The next time a waiting command's limit changes what the firmware does: it comes
+    /// within the guard (it goes first), or it passes (its policy applies).
+    pub(super) fn next_limit_event(&self, now: Nanos) -> Option<Nanos> {
+        let guard = self.selection.cdl_guard;
+        self.queued
+            .iter()
+            .chain(self.waiting_for_room.iter())
+            .filter_map(|&slot| {
+                let limits = self.command(slot).limits?;
+                let by = limits.start_by?;
+                let urgent_at = by.saturating_sub(guard);
+                if urgent_at > now {
+                    Some(urgent_at)
+                } else if by > now && !limits.missed {
+                    Some(by)
+                } else {
+                    None
+                }
+            })
+            .min()
+    }
+
     pub(super) fn complete_at(&mut self, slot: u32, time: Nanos) {
         debug_assert!(time >= self.now);
         if let Some(command) = self.slots[slot as usize].as_mut() {
@@ -185,12 +284,16 @@ impl Hdd {
         if let Activity::ReadAhead(read_ahead) = self.activity {
             // A high-priority command (NCQ priority) stops even the read-ahead a stream was
             // promised; others wait for it.
+            let guard = self.selection.cdl_guard;
             let high_ready = any_ready
                 && self.queued.iter().any(|&slot| {
                     let command = self.command(slot);
                     command.ready_at <= now
-                        && command_priority(&self.config, &command.request)
+                        && (command_priority(&self.config, &command.request)
                             == CommandPriority::High
+                            || self
+                                .start_by(slot)
+                                .is_some_and(|by| now.saturating_add(guard) >= by))
                 });
             if !(any_ready || urgent) || (now < read_ahead.committed_until && !high_ready) {
                 return;
@@ -241,6 +344,7 @@ impl Hdd {
                 ),
                 accepted: command.accepted,
                 priority: command_priority(&self.config, &command.request),
+                start_by: command.limits.and_then(|limits| limits.start_by),
             });
             choices.push(Choice::Command(slot));
         }
@@ -259,6 +363,7 @@ impl Hdd {
                     positioning_ns,
                     accepted,
                     priority: CommandPriority::Normal,
+                    start_by: None,
                 });
                 choices.push(Choice::Destage(first));
             }
@@ -270,6 +375,12 @@ impl Hdd {
             }
             if candidates[index].priority == CommandPriority::High {
                 self.counters.high_picks += 1;
+            }
+            if candidates[index].start_by.is_some_and(|by| {
+                now.saturating_add(self.selection.cdl_guard) >= by
+                    && now.saturating_sub(candidates[index].accepted) < self.selection.deadline
+            }) {
+                self.counters.cdl_urgent_picks += 1;
             }
             match choices[index] {
                 Choice::Command(slot) => self.start_command(now, slot),
@@ -290,8 +401,24 @@ impl Hdd {
         let command = self.command(slot);
         let (first, end, target) = (command.first, command.end, command.target);
         let write = command.request.op == Op::Write;
+        let active = command.limits.and_then(|limits| limits.active.map(|a| (a, limits)));
         let (done, to) = self.access(now as f64, self.head, first, end, write);
-        let until = done.ceil() as Nanos;
+        let mut until = done.ceil() as Nanos;
+        if let Some((active, limits)) = active {
+            if until - now > active {
+                // The access would exceed its active limit. Abort: the drive gives up at the
+                // limit (the head is left where the access would have ended: we do not model
+                // a partial transfer); otherwise it completes, the limit missed.
+                if limits.policy == CdlPolicy::Abort {
+                    until = now + active;
+                    let command = self.slots[slot as usize].as_mut().expect("slot in use");
+                    command.aborted = true;
+                    self.counters.cdl_aborted += 1;
+                } else if !limits.missed {
+                    self.counters.cdl_missed += 1;
+                }
+            }
+        }
         self.account_access(now, to, &target, until);
         self.head_lba = end;
         if write {
@@ -339,7 +466,11 @@ impl Hdd {
                 let command = self.command(slot);
                 let state = command.state;
                 let end = command.end;
+                let aborted = command.aborted;
                 self.complete_at(slot, now);
+                if aborted {
+                    return;
+                }
                 if let State::Media {
                     segment: Some(segment),
                     sequential,
@@ -415,6 +546,9 @@ impl Hdd {
 
     /// Handles the mechanism's wake-up at `now`.
     pub(super) fn wake(&mut self, now: Nanos) {
+        if self.config.cdl_enable {
+            self.expire_limits(now);
+        }
         match self.activity {
             Activity::Busy { until, work } => {
                 if until <= now {
@@ -432,7 +566,17 @@ impl Hdd {
 
     /// When the mechanism next needs attention; never before the device's current time.
     pub(super) fn compute_wakeup(&self) -> Option<Nanos> {
-        self.mechanism_wakeup().map(|at| at.max(self.now))
+        let mechanism = self.mechanism_wakeup();
+        let limit = if self.config.cdl_enable {
+            self.next_limit_event(self.now)
+        } else {
+            None
+        };
+        let at = match (mechanism, limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        at.map(|at| at.max(self.now))
     }
 
     pub(super) fn mechanism_wakeup(&self) -> Option<Nanos> {

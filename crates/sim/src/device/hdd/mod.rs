@@ -63,7 +63,7 @@ pub use derived::{mean_seek_over_lba_pairs_ns, DERIVED_FROM};
 
 use super::{parameter, Device, DeviceError};
 use cache::{Extent, ReadCache, WriteBuffer};
-use config::{HddConfig, SETTINGS};
+use config::{CdlDescriptor, CdlPolicy, HddConfig, SETTINGS};
 use derived::derived_parameters;
 use geometry::{Format, Geometry, Location};
 use iosched_core::{Nanos, Op, Request};
@@ -157,6 +157,25 @@ enum State {
     Completing,
 }
 
+/// The command duration limits a command carries (its descriptor, made absolute).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Limits {
+    /// It must start by then (inactive limit), if limited.
+    start_by: Option<Nanos>,
+    /// Its media access may take at most this long (active limit), if limited.
+    active: Option<Nanos>,
+    policy: CdlPolicy,
+    /// A limit was exceeded (counted once).
+    missed: bool,
+}
+
+/// A descriptor in nanoseconds: (inactive, active, policy).
+type DescriptorNs = (Option<Nanos>, Option<Nanos>, CdlPolicy);
+
+/// The errno a command aborted by its duration limit completes with: Linux maps
+/// `BLK_STS_DURATION_LIMIT` to ETIME.
+pub const ETIME: i32 = 62;
+
 /// An accepted command.
 #[derive(Clone, Debug)]
 struct Command {
@@ -171,6 +190,10 @@ struct Command {
     /// Where its first sector lies (media commands).
     target: Location,
     state: State,
+    /// Its duration limits (CDL), while it has them.
+    limits: Option<Limits>,
+    /// Aborted by a duration limit: it completes with ETIME.
+    aborted: bool,
 }
 
 /// Counters reported by [`Device::counters`].
@@ -199,6 +222,16 @@ struct Counters {
     deadline_picks: u64,
     /// Commands served as high priority (NCQ priority).
     high_picks: u64,
+    /// Commands that carried a duration limit descriptor (CDL).
+    cdl_commands: u64,
+    /// Commands served first because their inactive limit was near.
+    cdl_urgent_picks: u64,
+    /// Limits exceeded by commands that went on (best effort or demoted).
+    cdl_missed: u64,
+    /// Commands aborted by a limit.
+    cdl_aborted: u64,
+    /// Commands whose limits were dropped when exceeded.
+    cdl_demoted: u64,
     max_queued: u64,
     completed: u64,
 }
@@ -215,6 +248,10 @@ pub struct Hdd {
     config: HddConfig,
     /// FLUSH CACHE commands accepted and not completed (non-queued: see `accepts`).
     flushes_in_flight: u32,
+    /// Read (0) and write (1) duration limit descriptors 1-7, in ns; `None`: not set.
+    cdl: [[Option<DescriptorNs>; 7]; 2],
+    /// Commands that completed with an error since the last `advance`: (id, errno).
+    failed: Vec<(iosched_core::RequestId, i32)>,
     geometry: Geometry,
     seek: SeekCurve,
     selection: Selection,
@@ -325,8 +362,32 @@ impl Hdd {
         let write_buffer_sectors = config.write_buffer_kib * sectors_per_kib;
         let phase_ns = (splitmix64(seed) >> 11) as f64 / (1u64 << 53) as f64 * revolution_ns;
         let queue_depth = config.queue_depth as usize;
+        if config.cdl_enable && config.ncq_prio_enable {
+            return Err(invalid(
+                "cdl_enable",
+                "cdl_enable and ncq_prio_enable cannot both be on (libata: NCQ priority must \
+                 be disabled to enable CDL, and the reverse)"
+                    .into(),
+            ));
+        }
+        let descriptor_ns = |descriptor: &CdlDescriptor| -> Option<DescriptorNs> {
+            let limit = |ms: f64| (ms > 0.0).then(|| ms_to_nanos(ms));
+            descriptor.is_set().then(|| {
+                (
+                    limit(descriptor.inactive_ms),
+                    limit(descriptor.active_ms),
+                    descriptor.policy,
+                )
+            })
+        };
+        let cdl = [
+            std::array::from_fn(|i| descriptor_ns(&config.cdl_read[i])),
+            std::array::from_fn(|i| descriptor_ns(&config.cdl_write[i])),
+        ];
         Ok(Hdd {
             flushes_in_flight: 0,
+            cdl,
+            failed: Vec::with_capacity(queue_depth),
             selection: Selection {
                 age_weight: config.ncq_age_weight,
                 deadline: ms_to_nanos(config.ncq_deadline_ms),
@@ -335,6 +396,7 @@ impl Hdd {
                 } else {
                     config.ncq_prio_credit_rev * revolution_ns
                 },
+                cdl_guard: ms_to_nanos(config.cdl_guard_ms),
             },
             revolution_ns,
             revolutions_per_ns: 1.0 / revolution_ns,
@@ -446,6 +508,10 @@ impl Device for Hdd {
             "request beyond the end of the disk"
         );
         let op = request.op;
+        let limits = self.limits_of(&request, now);
+        if limits.is_some() {
+            self.counters.cdl_commands += 1;
+        }
         let slot = self
             .free_slots
             .pop()
@@ -458,6 +524,8 @@ impl Device for Hdd {
             ready_at: now,
             target: UNPLACED,
             state: State::Completing,
+            limits,
+            aborted: false,
         });
         self.in_flight += 1;
         match op {
@@ -514,6 +582,7 @@ impl Device for Hdd {
 
     fn advance(&mut self, now: Nanos, done: &mut Vec<(Nanos, Request)>) {
         assert!(now >= self.now, "time went backwards");
+        self.failed.clear();
         loop {
             let completion = self.completions.peek().map(|Reverse((at, _, _))| *at);
             let wakeup = self.wakeup;
@@ -535,6 +604,9 @@ impl Device for Hdd {
                 if command.request.op == Op::Flush {
                     self.flushes_in_flight -= 1;
                 }
+                if command.aborted {
+                    self.failed.push((command.request.id, ETIME));
+                }
                 self.counters.completed += 1;
                 done.push((at, command.request));
             } else {
@@ -543,6 +615,11 @@ impl Device for Hdd {
             }
         }
         self.now = now;
+    }
+
+    fn completion_error(&mut self, request: &Request) -> Option<i32> {
+        let index = self.failed.iter().position(|(id, _)| *id == request.id)?;
+        Some(self.failed.swap_remove(index).1)
     }
 
     fn parameters(&self) -> Vec<Parameter> {
@@ -608,6 +685,11 @@ impl Device for Hdd {
             ("media_busy_ms", c.media_busy_ns as f64 / 1e6),
             ("ncq_deadline_picks", c.deadline_picks as f64),
             ("ncq_high_picks", c.high_picks as f64),
+            ("cdl_commands", c.cdl_commands as f64),
+            ("cdl_urgent_picks", c.cdl_urgent_picks as f64),
+            ("cdl_missed", c.cdl_missed as f64),
+            ("cdl_aborted", c.cdl_aborted as f64),
+            ("cdl_demoted", c.cdl_demoted as f64),
             ("ncq_max_queued", c.max_queued as f64),
         ]
         .into_iter()

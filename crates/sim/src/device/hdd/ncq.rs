@@ -16,6 +16,10 @@
 //!    `age_weight = 0` this is pure SPTF; large weights tend to FCFS. An infinite credit is
 //!    strict priority: only the high commands compete, by aged SPTF among themselves.
 //!
+//! Between the two, with command duration limits (CDL): a command with an inactive limit
+//! that is within `cdl_guard` of it goes before the others, earliest limit first (EDF); until
+//! then it competes by aged SPTF like any command.
+//!
 //! With NCQ priority off every command is [`CommandPriority::Normal`]; with it on, the
 //! classes of `ncq_prio_classes` (RT, as libata) are [`CommandPriority::High`].
 //!
@@ -41,6 +45,8 @@ pub struct Selection {
     pub deadline: Nanos,
     /// Positioning nanoseconds forgiven a high-priority command; infinite: strict priority.
     pub priority_credit_ns: f64,
+    /// A command with an inactive limit goes first from this long before the limit, ns.
+    pub cdl_guard: Nanos,
 }
 
 /// One command competing for the mechanism.
@@ -52,6 +58,8 @@ pub struct Candidate {
     pub accepted: Nanos,
     /// Its priority.
     pub priority: CommandPriority,
+    /// When it must start by (a CDL inactive limit), if it must.
+    pub start_by: Option<Nanos>,
 }
 
 impl Selection {
@@ -62,11 +70,20 @@ impl Selection {
         // One pass over the competing commands: the oldest overdue one, and the best by aged
         // positioning (ties to the earliest accepted, then the first listed).
         let mut overdue: Option<(usize, Nanos)> = None;
+        let mut urgent: Option<(usize, Nanos, Nanos)> = None;
         let mut best: Option<(usize, f64, Nanos)> = None;
         for (index, candidate) in candidates.iter().enumerate() {
             let age = now.saturating_sub(candidate.accepted);
             if age >= self.deadline && overdue.is_none_or(|(_, at)| candidate.accepted < at) {
                 overdue = Some((index, candidate.accepted));
+            }
+            if let Some(start_by) = candidate.start_by {
+                let earlier = urgent.is_none_or(|(_, by, at)| {
+                    (start_by, candidate.accepted) < (by, at)
+                });
+                if now.saturating_add(self.cdl_guard) >= start_by && earlier {
+                    urgent = Some((index, start_by, candidate.accepted));
+                }
             }
             if strict && candidate.priority != best_priority {
                 continue;
@@ -89,6 +106,7 @@ impl Selection {
         }
         overdue
             .map(|(index, _)| index)
+            .or(urgent.map(|(index, _, _)| index))
             .or(best.map(|(index, _, _)| index))
     }
 }
@@ -102,6 +120,7 @@ mod tests {
             positioning_ns: positioning_ms * 1e6,
             accepted: accepted_ms * 1_000_000,
             priority: CommandPriority::Normal,
+            start_by: None,
         }
     }
 
@@ -112,6 +131,7 @@ mod tests {
             age_weight: 0.0,
             deadline: u64::MAX,
             priority_credit_ns: f64::INFINITY,
+            cdl_guard: 0,
         };
         let candidates = [candidate(9.0, 0), candidate(2.0, 5), candidate(4.0, 1)];
         assert_eq!(selection.choose(&candidates, 10_000_000), Some(1));
@@ -125,6 +145,7 @@ mod tests {
             age_weight: 0.01,
             deadline: u64::MAX,
             priority_credit_ns: f64::INFINITY,
+            cdl_guard: 0,
         };
         // At 1000 ms: old one effective 12 - 10 = 2 ms; young one 3 - 0 = 3 ms.
         let candidates = [candidate(12.0, 0), candidate(3.0, 1000)];
@@ -138,6 +159,7 @@ mod tests {
             age_weight: 0.0,
             deadline: 2_000_000_000,
             priority_credit_ns: f64::INFINITY,
+            cdl_guard: 0,
         };
         let candidates = [
             candidate(15.0, 500),
@@ -155,6 +177,7 @@ mod tests {
             age_weight: 0.0,
             deadline: 2_000_000_000,
             priority_credit_ns: f64::INFINITY,
+            cdl_guard: 0,
         };
         let mut urgent = candidate(1.0, 1000);
         urgent.priority = CommandPriority::High;
@@ -171,6 +194,7 @@ mod tests {
             age_weight: 0.0,
             deadline: u64::MAX,
             priority_credit_ns: 8e6,
+            cdl_guard: 0,
         };
         let mut high = candidate(10.0, 5);
         high.priority = CommandPriority::High;
@@ -186,10 +210,40 @@ mod tests {
             age_weight: 0.0,
             deadline: u64::MAX,
             priority_credit_ns: f64::INFINITY,
+            cdl_guard: 0,
         };
         let mut urgent = candidate(10.0, 5);
         urgent.priority = CommandPriority::High;
         let candidates = [candidate(1.0, 0), urgent];
         assert_eq!(selection.choose(&candidates, 10_000_000), Some(1));
+    }
+
+    /// A command near its inactive limit goes first, earliest limit first; one whose limit is
+    /// further than the guard competes by position; the hard deadline still comes first.
+    #[test]
+    fn duration_limits_go_first_when_near() {
+        let selection = Selection {
+            age_weight: 0.0,
+            deadline: 2_000_000_000,
+            priority_credit_ns: f64::INFINITY,
+            cdl_guard: 25_000_000,
+        };
+        let mut limited = candidate(10.0, 0);
+        limited.start_by = Some(100_000_000);
+        let mut tighter = candidate(12.0, 5);
+        tighter.start_by = Some(90_000_000);
+        let near = candidate(1.0, 0);
+        // At 50 ms both limits are more than 25 ms away: position decides.
+        assert_eq!(selection.choose(&[near, limited, tighter], 50_000_000), Some(0));
+        // At 70 ms the tighter one is within the guard.
+        assert_eq!(selection.choose(&[near, limited, tighter], 70_000_000), Some(2));
+        // At 80 ms both are: the earlier limit goes first.
+        assert_eq!(selection.choose(&[near, limited, tighter], 80_000_000), Some(2));
+        assert_eq!(selection.choose(&[near, limited], 80_000_000), Some(1));
+        // A command past the hard deadline goes before them.
+        let old = candidate(15.0, 0);
+        let mut young = candidate(10.0, 1);
+        young.start_by = Some(100_000_000);
+        assert_eq!(selection.choose(&[young, old], 2_000_000_000), Some(1));
     }
 }
