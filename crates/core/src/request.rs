@@ -86,6 +86,10 @@ pub struct Request {
     /// Requests merged into this one. Completing this request completes each of them.
     /// Never longer than [`MAX_MERGED_REQUESTS`].
     pub merged: Vec<RequestId>,
+    /// Force unit access (REQ_FUA): a write that completes only once its data is on the
+    /// media, past any volatile cache. Linux sets it on O_DSYNC/O_SYNC direct writes to a
+    /// block device (block/fops.c, `dio_bio_write_op`).
+    pub fua: bool,
 }
 
 impl Request {
@@ -113,6 +117,7 @@ impl Request {
             group,
             arrival,
             merged: Vec::new(),
+            fua: false,
         }
     }
 
@@ -161,13 +166,15 @@ pub struct MergeLimits {
 }
 
 /// Why two requests may or may not become one. Mirrors `blk_rq_merge_ok`: same operation
-/// (flushes never merge), same priority, same group, and the result within the size and
-/// segment limits. Adjacency is checked by the caller, which knows which side it merges on.
+/// (flushes never merge), same priority, same group, neither FUA (`REQ_NOMERGE_FLAGS`), and
+/// the result within the size and segment limits. Adjacency is checked by the caller, which knows which side it merges on.
 pub fn mergeable(existing: &Request, incoming: &Request, limits: MergeLimits) -> bool {
     existing.op == incoming.op
         && existing.op != Op::Flush
         && existing.prio == incoming.prio
         && existing.group == incoming.group
+        && !existing.fua
+        && !incoming.fua
         && existing.len + incoming.len <= limits.max_request_bytes
         && existing.merged.len() + incoming.merged.len() + 1 < MAX_MERGED_REQUESTS
 }

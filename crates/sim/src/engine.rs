@@ -486,13 +486,18 @@ impl Simulation {
     /// Submits `io` of job `index` with `prio` (the driver has counted it).
     fn submit_io(&mut self, index: usize, io: NextIo, prio: IoPrio) {
         let run = &self.jobs[index];
+        let fua = io.dir == DataDir::Write && run.spec.sync_writes;
         let (op, sync) = match io.dir {
             DataDir::Read => (Op::Read, true),
             // O_DIRECT and O_SYNC writes are synchronous (REQ_SYNC); buffered writeback is not.
             DataDir::Write => (Op::Write, run.spec.direct || run.spec.sync_writes),
             DataDir::Trim => (Op::Discard, true),
         };
-        let request = self.new_request(index, op, io.offset, io.len, sync, prio);
+        let mut request = self.new_request(index, op, io.offset, io.len, sync, prio);
+        // O_SYNC writes go to the device with FUA, as direct O_DSYNC writes to a block device
+        // do (block/fops.c, `dio_bio_write_op`). Buffered ones would be written back and
+        // flushed (blkdev_fsync); without a page cache they are issued directly, so FUA too.
+        request.fua = fua;
         let record = Io {
             issued: Issued::io(index, &io, request.prio, self.now),
             dispatched: 0,

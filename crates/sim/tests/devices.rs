@@ -803,3 +803,48 @@ fn hdd_flush_is_a_non_queued_command() {
     assert!(device.accepts(&read));
     assert_eq!(done.len(), 3);
 }
+
+/// Runs `command` alone on an idle `device` from `now`; returns its completion time.
+fn alone(device: &mut dyn Device, command: iosched_core::Request, now: Nanos) -> Nanos {
+    let mut done = Vec::new();
+    device.submit(command, now);
+    while done.is_empty() {
+        let at = device.next_event().expect("the command is in flight");
+        device.advance(at, &mut done);
+    }
+    done[0].0
+}
+
+/// A FUA write goes to the media even with the write cache on, and a FUA read is served from
+/// the media even when its data is in the buffer.
+#[test]
+fn hdd_fua_bypasses_the_cache() {
+    let mut device = hdd(&[]);
+    let cached = alone(device.as_mut(), request(1, Op::Write, 10 * GIB, 4 * KIB), 0);
+    assert!(cached < 1_000_000, "absorbed by the cache: {cached} ns");
+    let mut fua = request(2, Op::Write, 60 * GIB, 4 * KIB);
+    fua.fua = true;
+    let start = 10_000_000_000;
+    let through = alone(device.as_mut(), fua, start) - start;
+    assert!(through > 2_000_000, "on the media: {through} ns");
+    assert_eq!(counter(device.as_ref(), "fua_writes"), 1.0);
+    // After a miss, read-ahead fills the segment: a read of what it brought in is a hit; with
+    // FUA it is not.
+    let start = 20_000_000_000;
+    alone(
+        device.as_mut(),
+        request(3, Op::Read, 30 * GIB, 4 * KIB),
+        start,
+    );
+    let ahead = 30 * GIB + 64 * KIB;
+    let start = 30_000_000_000;
+    let hit = alone(device.as_mut(), request(4, Op::Read, ahead, 4 * KIB), start) - start;
+    let mut forced = request(5, Op::Read, ahead + 4 * KIB, 4 * KIB);
+    forced.fua = true;
+    let start = 40_000_000_000;
+    let media = alone(device.as_mut(), forced, start) - start;
+    assert!(
+        hit < 1_000_000 && media > 1_000_000,
+        "hit {hit} ns, FUA {media} ns"
+    );
+}

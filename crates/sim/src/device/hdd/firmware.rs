@@ -609,6 +609,11 @@ impl Hdd {
     /// Classifies a read at `now`: hit, read-ahead path, or miss.
     pub(super) fn submit_read(&mut self, slot: u32, now: Nanos) {
         let hit_ready = now + self.read_hit_overhead;
+        // A FUA read is served from the media, whatever the cache holds.
+        if self.command(slot).request.fua {
+            self.enqueue_media(slot, now + self.read_miss_overhead);
+            return;
+        }
         if self.ride_read_ahead(slot, now, hit_ready) || self.serve_from_buffer(slot, hit_ready) {
             return;
         }
@@ -680,7 +685,10 @@ impl Hdd {
             let slot = self.queued[index];
             let command = self.command(slot);
             let ready = command.ready_at.max(now);
-            if command.request.op == Op::Read && self.serve_from_buffer(slot, ready) {
+            if command.request.op == Op::Read
+                && !command.request.fua
+                && self.serve_from_buffer(slot, ready)
+            {
                 self.queued.remove(index);
             } else {
                 index += 1;
@@ -695,6 +703,7 @@ impl Hdd {
             let slot = self.queued[index];
             let command = self.command(slot);
             if command.request.op == Op::Read
+                && !command.request.fua
                 && command.ready_at <= now
                 && self.ride_read_ahead(slot, now, now)
             {
@@ -719,7 +728,13 @@ impl Hdd {
         let (first, end, bytes) = (command.first, command.end, command.request.len);
         let sectors = end - first;
         let ready = now + self.write_overhead;
-        if self.config.write_cache && sectors <= self.write_buffer.capacity_sectors() {
+        // A FUA write (WRITE FPDMA QUEUED with the FUA bit) goes through to the media even
+        // with the write cache on.
+        let fua = command.request.fua;
+        if fua {
+            self.counters.fua_writes += 1;
+        }
+        if self.config.write_cache && !fua && sectors <= self.write_buffer.capacity_sectors() {
             if self.waiting_for_room.is_empty() && self.write_buffer.has_room(sectors) {
                 self.absorb_write(slot, first, end, ready, bytes, now);
             } else {

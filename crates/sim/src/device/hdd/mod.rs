@@ -11,6 +11,8 @@
 //!   within the data already read or at most one segment beyond it. The command waits for the
 //!   read-ahead to reach its end (and keeps it going at least that far), then completes.
 //! - **Read miss**: it joins the NCQ queue once the miss overhead has passed.
+//! - **Write with FUA** (force unit access): as with the cache off, it joins the NCQ queue
+//!   once its data crossed the bus, and completes when it is on the media.
 //! - **Write, write cache on**: if the buffer has room (and no earlier write is waiting for
 //!   room) the data is absorbed and the command completes after overhead and bus transfer;
 //!   otherwise it waits for destages to free room. With the cache off, or a write larger than the
@@ -222,6 +224,8 @@ struct Counters {
     deadline_picks: u64,
     /// Commands served as high priority (NCQ priority).
     high_picks: u64,
+    /// Writes with FUA, written through to the media.
+    fua_writes: u64,
     /// Commands that carried a duration limit descriptor (CDL).
     cdl_commands: u64,
     /// Commands served first because their inactive limit was near.
@@ -670,6 +674,7 @@ impl Device for Hdd {
             ("read_ahead_bytes", read_ahead_sectors as f64 * sector),
             ("read_ahead_ms", read_ahead_ns as f64 / 1e6),
             ("writes_absorbed", c.writes_absorbed as f64),
+            ("fua_writes", c.fua_writes as f64),
             ("writes_waited_for_room", c.writes_waited_for_room as f64),
             ("media_writes", c.media_writes as f64),
             ("destages", c.destages as f64),
