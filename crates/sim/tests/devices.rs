@@ -848,3 +848,65 @@ fn hdd_fua_bypasses_the_cache() {
         "hit {hit} ns, FUA {media} ns"
     );
 }
+
+/// A sequential stream whose reads keep hitting the read-ahead must not hold the mechanism:
+/// queued random reads beside it are served once they reach the hard deadline (2 s), within
+/// a few accesses of it, however long the stream goes on.
+#[test]
+fn hdd_stream_read_ahead_yields_to_the_deadline() {
+    let mut device = hdd(&[]);
+    let mut rng = common::Rng::new(3);
+    let span = 100 * GIB / (8 * KIB);
+    let (mut now, mut next_id, mut stream_at) = (0, 0u64, 0u64);
+    // Request id -> (submitted, random).
+    let mut outstanding: std::collections::BTreeMap<u64, (Nanos, bool)> = Default::default();
+    let mut submit = |device: &mut dyn Device,
+                      outstanding: &mut std::collections::BTreeMap<u64, (Nanos, bool)>,
+                      random: bool,
+                      now: Nanos,
+                      stream_at: &mut u64| {
+        let command = if random {
+            request(next_id, Op::Read, rng.below(span) * 8 * KIB, 8 * KIB)
+        } else {
+            *stream_at += MIB;
+            request(next_id, Op::Read, *stream_at - MIB, MIB)
+        };
+        outstanding.insert(next_id, (now, random));
+        next_id += 1;
+        device.submit(command, now);
+    };
+    for index in 0..12 {
+        submit(
+            device.as_mut(),
+            &mut outstanding,
+            index < 4,
+            now,
+            &mut stream_at,
+        );
+    }
+    let (mut worst, mut randoms, mut done) = (0, 0, Vec::new());
+    while now < 30_000_000_000 {
+        now = device.next_event().expect("commands in flight");
+        device.advance(now, &mut done);
+        for (at, command) in done.drain(..) {
+            let (submitted, random) = outstanding.remove(&command.id.0).expect("once");
+            if random {
+                worst = worst.max(at - submitted);
+                randoms += 1;
+            }
+            submit(
+                device.as_mut(),
+                &mut outstanding,
+                random,
+                now,
+                &mut stream_at,
+            );
+        }
+    }
+    assert!(randoms >= 40, "random reads progress: {randoms} in 30 s");
+    assert!(
+        worst <= 2_300_000_000,
+        "worst random read {} ms",
+        worst / 1_000_000
+    );
+}

@@ -606,8 +606,9 @@ pub const SETTINGS: &[Setting] = &[
         name: "stream_read_ahead_kib",
         unit: "KiB",
         note: "after a miss that continues a sequential stream, read-ahead this far is not \
-               interrupted (firmware stream detection; at most a segment; 0 turns it off). \
-               Keeps interleaved sequential readers from thrashing the head",
+               interrupted (firmware stream detection; at most a segment; 0 turns it off), \
+               except by a command that has waited ncq_deadline_ms. Keeps interleaved \
+               sequential readers from thrashing the head",
     },
 ];
 

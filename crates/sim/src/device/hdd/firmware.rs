@@ -282,6 +282,12 @@ impl Hdd {
             .any(|&slot| self.command(slot).ready_at <= now);
         let urgent = self.destage_urgent();
         if let Activity::ReadAhead(read_ahead) = self.activity {
+            // A command that has waited the hard deadline (a queued one, or a write or flush
+            // waiting on destages) stops even the read-ahead a stream was promised: a stream
+            // whose reads keep hitting must not hold the mechanism past the deadline.
+            let overdue = self
+                .oldest_waiting_accepted()
+                .is_some_and(|accepted| now.saturating_sub(accepted) >= self.selection.deadline);
             // A high-priority command (NCQ priority) stops even the read-ahead a stream was
             // promised; others wait for it.
             let guard = self.selection.cdl_guard;
@@ -295,7 +301,9 @@ impl Hdd {
                                 .start_by(slot)
                                 .is_some_and(|by| now.saturating_add(guard) >= by))
                 });
-            if !(any_ready || urgent) || (now < read_ahead.committed_until && !high_ready) {
+            if !(any_ready || urgent)
+                || (now < read_ahead.committed_until && !high_ready && !overdue)
+            {
                 return;
             }
             self.stop_read_ahead(now);
@@ -593,7 +601,16 @@ impl Hdd {
                 } else {
                     earliest_ready.map(|ready| ready.max(read_ahead.committed_until))
                 };
-                Some(interrupt.map_or(read_ahead.stop_at, |at| at.min(read_ahead.stop_at)))
+                // Whatever was promised, read-ahead stops when a waiting command reaches the
+                // hard deadline.
+                let overdue = self
+                    .oldest_waiting_accepted()
+                    .map(|accepted| accepted.saturating_add(self.selection.deadline))
+                    .filter(|&at| at > self.now);
+                [interrupt, overdue, Some(read_ahead.stop_at)]
+                    .into_iter()
+                    .flatten()
+                    .min()
             }
             Activity::Idle => {
                 let destage = (!self.write_buffer.is_empty())
@@ -712,6 +729,18 @@ impl Hdd {
                 index += 1;
             }
         }
+    }
+
+    /// The acceptance time of the oldest command waiting for the mechanism: queued, or a
+    /// write waiting for room, or a flush waiting for destages.
+    pub(super) fn oldest_waiting_accepted(&self) -> Option<Nanos> {
+        self.queued
+            .iter()
+            .map(|&slot| self.command(slot).accepted)
+            .min()
+            .into_iter()
+            .chain(self.oldest_waiter_accepted())
+            .min()
     }
 
     /// The acceptance time of the oldest write waiting for room or flush waiting for destages.

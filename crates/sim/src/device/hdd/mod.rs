@@ -38,7 +38,9 @@
 //! Ready reads that the running read-ahead has reached or is about to reach ride on it instead
 //! of interrupting it, and queued reads whose data read-ahead brought in complete from the
 //! buffer. A miss that continues a segment's data (a sequential stream) starts read-ahead that
-//! no command may interrupt for `stream_read_ahead_kib`, as firmware stream detection does:
+//! no command may interrupt for `stream_read_ahead_kib` (none but one that has waited
+//! `ncq_deadline_ms`: a stream whose reads keep riding the read-ahead would otherwise hold the
+//! mechanism for ever), as firmware stream detection does:
 //! without it two interleaved sequential readers would interrupt each other's read-ahead at once
 //! and seek on every block.
 //!
