@@ -449,10 +449,12 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "ncq_deadline_ms",
         unit: "ms",
-        note: "a command waiting this long goes first, oldest first (real drives: ~1-4 s, \
-               REFERENCE); just above the longest wait aged SPTF gives under random load \
-               (~1.9 s at QD32), so it fires only where positioning alone would starve a \
-               command, e.g. a far read behind a busy region",
+        note: "hard deadline: no command waits longer than this plus one access (real \
+               drives: ~1-4 s, REFERENCE). The firmware goes oldest first from the moment a \
+               command would otherwise miss it, counting the longest access of each older \
+               one, and even stops a stream's read-ahead for it. Just above the longest wait \
+               aged SPTF gives under random load (~1.9 s at QD32), so it fires only where \
+               positioning alone would starve a command, e.g. a far read behind a stream",
     },
     Setting {
         name: "ncq_prio_enable",

@@ -285,9 +285,7 @@ impl Hdd {
             // A command that has waited the hard deadline (a queued one, or a write or flush
             // waiting on destages) stops even the read-ahead a stream was promised: a stream
             // whose reads keep hitting must not hold the mechanism past the deadline.
-            let overdue = self
-                .oldest_waiting_accepted()
-                .is_some_and(|accepted| now.saturating_sub(accepted) >= self.selection.deadline);
+            let overdue = self.due_at().is_some_and(|due| due <= now);
             // A high-priority command (NCQ priority) stops even the read-ahead a stream was
             // promised; others wait for it.
             let guard = self.selection.cdl_guard;
@@ -376,9 +374,10 @@ impl Hdd {
                 choices.push(Choice::Destage(first));
             }
         }
-        let chosen = self.selection.choose(&candidates, now);
+        let due = self.due_at().is_some_and(|at| at <= now);
+        let chosen = self.selection.choose(&candidates, now, due);
         if let Some(index) = chosen {
-            if now.saturating_sub(candidates[index].accepted) >= self.selection.deadline {
+            if due || now.saturating_sub(candidates[index].accepted) >= self.selection.deadline {
                 self.counters.deadline_picks += 1;
             }
             if candidates[index].priority == CommandPriority::High {
@@ -386,6 +385,7 @@ impl Hdd {
             }
             if candidates[index].start_by.is_some_and(|by| {
                 now.saturating_add(self.selection.cdl_guard) >= by
+                    && !due
                     && now.saturating_sub(candidates[index].accepted) < self.selection.deadline
             }) {
                 self.counters.cdl_urgent_picks += 1;
@@ -603,10 +603,7 @@ impl Hdd {
                 };
                 // Whatever was promised, read-ahead stops when a waiting command reaches the
                 // hard deadline.
-                let overdue = self
-                    .oldest_waiting_accepted()
-                    .map(|accepted| accepted.saturating_add(self.selection.deadline))
-                    .filter(|&at| at > self.now);
+                let overdue = self.due_at().filter(|&at| at > self.now);
                 [interrupt, overdue, Some(read_ahead.stop_at)]
                     .into_iter()
                     .flatten()
@@ -731,16 +728,44 @@ impl Hdd {
         }
     }
 
-    /// The acceptance time of the oldest command waiting for the mechanism: queued, or a
-    /// write waiting for room, or a flush waiting for destages.
-    pub(super) fn oldest_waiting_accepted(&self) -> Option<Nanos> {
-        self.queued
-            .iter()
-            .map(|&slot| self.command(slot).accepted)
-            .min()
-            .into_iter()
-            .chain(self.oldest_waiter_accepted())
-            .min()
+    /// An upper bound of the mechanism's time for `sectors`: the worst positioning plus the
+    /// transfer in the slowest zone, ns.
+    pub(super) fn service_bound(&self, sectors: u64) -> Nanos {
+        (self.access_bound_ns + sectors as f64 * self.slowest_sector_ns).ceil() as Nanos
+    }
+
+    /// From when the firmware serves the waiting commands oldest first so that none waits
+    /// past the hard deadline plus one access: the earliest over the waiting commands, oldest
+    /// first, of `accepted + deadline - (bounds of it and every older one)`. A command that
+    /// has reached it would be late if each older one took its longest time first. Waiting
+    /// commands are the queued ones and the writes and flushes waiting on destages (each
+    /// counted as one destage).
+    pub(super) fn due_at(&self) -> Option<Nanos> {
+        let destage = self.service_bound(self.destage_max_sectors);
+        let mut waiting = std::mem::take(&mut *self.scratch_due.borrow_mut());
+        waiting.clear();
+        waiting.extend(self.queued.iter().map(|&slot| {
+            let command = self.command(slot);
+            (command.accepted, self.service_bound(command.end - command.first))
+        }));
+        waiting.extend(
+            self.waiting_for_room
+                .iter()
+                .chain(self.flushes.iter())
+                .map(|&slot| (self.command(slot).accepted, destage)),
+        );
+        waiting.sort_unstable();
+        let mut ahead: Nanos = 0;
+        let mut due: Option<Nanos> = None;
+        for &(accepted, bound) in &waiting {
+            ahead = ahead.saturating_add(bound);
+            let at = accepted
+                .saturating_add(self.selection.deadline)
+                .saturating_sub(ahead);
+            due = Some(due.map_or(at, |due| due.min(at)));
+        }
+        *self.scratch_due.borrow_mut() = waiting;
+        due
     }
 
     /// The acceptance time of the oldest write waiting for room or flush waiting for destages.

@@ -30,7 +30,8 @@
 //!
 //! 1. among the ready queued commands, plus a destage when one is urgent (a write waits for
 //!    room, or a flush waits) or the buffer is above its high-water mark, the one
-//!    [`ncq::Selection`] picks: deadline first, else aged SPTF. An urgent destage is as old as
+//!    [`ncq::Selection`] picks: deadline first (oldest first as soon as some command would
+//!    otherwise wait past `ncq_deadline_ms` plus one access, `Hdd::due_at`), else aged SPTF. An urgent destage is as old as
 //!    the oldest write or flush waiting on it, so it neither starves reads nor is starved;
 //! 2. with nothing ready: read-ahead into the segment of the last miss while the segment has room;
 //! 3. once idle for `destage_idle_ms`: a background destage.
@@ -269,6 +270,11 @@ pub struct Hdd {
     zone_sector_ns: Vec<f64>,
     head_switch_ns: f64,
     write_settle_ns: f64,
+    /// An upper bound of one access before its transfer: full-stroke seek, write settle and a
+    /// whole revolution, plus the miss overhead, ns.
+    access_bound_ns: f64,
+    /// Transfer time of one sector in the slowest zone, with a switch per track, ns.
+    slowest_sector_ns: f64,
     read_hit_overhead: Nanos,
     read_miss_overhead: Nanos,
     write_overhead: Nanos,
@@ -306,6 +312,8 @@ pub struct Hdd {
     now: Nanos,
     scratch_candidates: Vec<Candidate>,
     scratch_choices: Vec<Choice>,
+    /// (accepted, service bound) of the waiting commands, for `due_at`.
+    scratch_due: std::cell::RefCell<Vec<(Nanos, Nanos)>>,
     counters: Counters,
 }
 
@@ -410,6 +418,12 @@ impl Hdd {
             zone_sector_ns,
             head_switch_ns,
             write_settle_ns: ms_to_ns(config.write_settle_ms),
+            access_bound_ns: ms_to_ns(config.full_stroke_ms)
+                + ms_to_ns(config.write_settle_ms)
+                + revolution_ns
+                + ms_to_ns(config.read_miss_overhead_ms.max(config.write_overhead_ms)),
+            slowest_sector_ns: (revolution_ns + cylinder_switch_ns)
+                / f64::from(config.inner_sectors_per_track),
             read_hit_overhead: ms_to_nanos(config.read_hit_overhead_ms),
             read_miss_overhead: ms_to_nanos(config.read_miss_overhead_ms),
             write_overhead: ms_to_nanos(config.write_overhead_ms),
@@ -448,6 +462,7 @@ impl Hdd {
             now: 0,
             scratch_candidates: Vec::with_capacity(queue_depth + 1),
             scratch_choices: Vec::with_capacity(queue_depth + 1),
+            scratch_due: std::cell::RefCell::new(Vec::with_capacity(queue_depth + 1)),
             counters: Counters::default(),
             geometry,
             seek,

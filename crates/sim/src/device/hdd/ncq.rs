@@ -6,8 +6,11 @@
 //! seek, plus write settle, plus the rotational wait until the first sector comes round. Then:
 //!
 //! 1. **Deadline**: a command that has waited `deadline` or longer is served first, oldest
-//!    first, whatever its priority. Real drives bound starvation this way (roughly 1-4 s);
-//!    it is also what keeps normal commands going when high-priority ones keep coming.
+//!    first, whatever its priority; so are all of them while the caller says some command
+//!    is *due* (it would miss the deadline by more than one access if every older one took
+//!    its longest time first: see `Hdd::due_at`). Real drives bound starvation this way
+//!    (roughly 1-4 s); it is also what keeps normal commands going when high-priority ones
+//!    keep coming.
 //! 2. **Aged SPTF with a priority credit**: otherwise the command with the smallest
 //!    `positioning_time - age_weight * age - credit` goes next, where `credit` is
 //!    `priority_credit` for a [`CommandPriority::High`] command and 0 for a normal one
@@ -63,8 +66,9 @@ pub struct Candidate {
 }
 
 impl Selection {
-    /// Index of the candidate to serve at `now`, or `None` if there are none.
-    pub fn choose(&self, candidates: &[Candidate], now: Nanos) -> Option<usize> {
+    /// Index of the candidate to serve at `now`, or `None` if there are none; with `due`, the
+    /// oldest.
+    pub fn choose(&self, candidates: &[Candidate], now: Nanos, due: bool) -> Option<usize> {
         let best_priority = candidates.iter().map(|c| c.priority).min()?;
         let strict = self.priority_credit_ns.is_infinite();
         // One pass over the competing commands: the oldest overdue one, and the best by aged
@@ -74,7 +78,9 @@ impl Selection {
         let mut best: Option<(usize, f64, Nanos)> = None;
         for (index, candidate) in candidates.iter().enumerate() {
             let age = now.saturating_sub(candidate.accepted);
-            if age >= self.deadline && overdue.is_none_or(|(_, at)| candidate.accepted < at) {
+            if (due || age >= self.deadline)
+                && overdue.is_none_or(|(_, at)| candidate.accepted < at)
+            {
                 overdue = Some((index, candidate.accepted));
             }
             if let Some(start_by) = candidate.start_by {
@@ -134,8 +140,8 @@ mod tests {
             cdl_guard: 0,
         };
         let candidates = [candidate(9.0, 0), candidate(2.0, 5), candidate(4.0, 1)];
-        assert_eq!(selection.choose(&candidates, 10_000_000), Some(1));
-        assert_eq!(selection.choose(&[], 0), None);
+        assert_eq!(selection.choose(&candidates, 10_000_000, false), Some(1));
+        assert_eq!(selection.choose(&[], 0, false), None);
     }
 
     /// Aging lets an old far command pass a young near one.
@@ -149,7 +155,7 @@ mod tests {
         };
         // At 1000 ms: old one effective 12 - 10 = 2 ms; young one 3 - 0 = 3 ms.
         let candidates = [candidate(12.0, 0), candidate(3.0, 1000)];
-        assert_eq!(selection.choose(&candidates, 1_000_000_000), Some(0));
+        assert_eq!(selection.choose(&candidates, 1_000_000_000, false), Some(0));
     }
 
     /// Past the deadline the oldest goes first whatever its position.
@@ -166,7 +172,7 @@ mod tests {
             candidate(0.1, 2000),
             candidate(16.0, 0),
         ];
-        assert_eq!(selection.choose(&candidates, 2_600_000_000), Some(2));
+        assert_eq!(selection.choose(&candidates, 2_600_000_000, false), Some(2));
     }
 
     /// An overdue normal command goes before a high-priority one: the deadline bounds every
@@ -182,8 +188,8 @@ mod tests {
         let mut urgent = candidate(1.0, 1000);
         urgent.priority = CommandPriority::High;
         let candidates = [urgent, candidate(9.0, 0)];
-        assert_eq!(selection.choose(&candidates, 2_600_000_000), Some(1));
-        assert_eq!(selection.choose(&candidates, 1_900_000_000), Some(0));
+        assert_eq!(selection.choose(&candidates, 2_600_000_000, false), Some(1));
+        assert_eq!(selection.choose(&candidates, 1_900_000_000, false), Some(0));
     }
 
     /// With a finite credit a high command goes first unless a normal one is nearer by more
@@ -199,8 +205,8 @@ mod tests {
         let mut high = candidate(10.0, 5);
         high.priority = CommandPriority::High;
         // 10 - 8 = 2 ms against 3 ms: the high one; against 1 ms: the normal one.
-        assert_eq!(selection.choose(&[candidate(3.0, 0), high], 10_000_000), Some(1));
-        assert_eq!(selection.choose(&[candidate(1.0, 0), high], 10_000_000), Some(0));
+        assert_eq!(selection.choose(&[candidate(3.0, 0), high], 10_000_000, false), Some(1));
+        assert_eq!(selection.choose(&[candidate(1.0, 0), high], 10_000_000, false), Some(0));
     }
 
     /// A high-priority command competes only with its peers under strict priority.
@@ -215,7 +221,7 @@ mod tests {
         let mut urgent = candidate(10.0, 5);
         urgent.priority = CommandPriority::High;
         let candidates = [candidate(1.0, 0), urgent];
-        assert_eq!(selection.choose(&candidates, 10_000_000), Some(1));
+        assert_eq!(selection.choose(&candidates, 10_000_000, false), Some(1));
     }
 
     /// A command near its inactive limit goes first, earliest limit first; one whose limit is
@@ -234,16 +240,30 @@ mod tests {
         tighter.start_by = Some(90_000_000);
         let near = candidate(1.0, 0);
         // At 50 ms both limits are more than 25 ms away: position decides.
-        assert_eq!(selection.choose(&[near, limited, tighter], 50_000_000), Some(0));
+        assert_eq!(selection.choose(&[near, limited, tighter], 50_000_000, false), Some(0));
         // At 70 ms the tighter one is within the guard.
-        assert_eq!(selection.choose(&[near, limited, tighter], 70_000_000), Some(2));
+        assert_eq!(selection.choose(&[near, limited, tighter], 70_000_000, false), Some(2));
         // At 80 ms both are: the earlier limit goes first.
-        assert_eq!(selection.choose(&[near, limited, tighter], 80_000_000), Some(2));
-        assert_eq!(selection.choose(&[near, limited], 80_000_000), Some(1));
+        assert_eq!(selection.choose(&[near, limited, tighter], 80_000_000, false), Some(2));
+        assert_eq!(selection.choose(&[near, limited], 80_000_000, false), Some(1));
         // A command past the hard deadline goes before them.
         let old = candidate(15.0, 0);
         let mut young = candidate(10.0, 1);
         young.start_by = Some(100_000_000);
-        assert_eq!(selection.choose(&[young, old], 2_000_000_000), Some(1));
+        assert_eq!(selection.choose(&[young, old], 2_000_000_000, false), Some(1));
+    }
+
+    /// While some command is due, the oldest goes first, whatever its position.
+    #[test]
+    fn due_serves_the_oldest() {
+        let selection = Selection {
+            age_weight: 0.0,
+            deadline: 2_000_000_000,
+            priority_credit_ns: f64::INFINITY,
+            cdl_guard: 0,
+        };
+        let candidates = [candidate(0.5, 900), candidate(12.0, 100), candidate(3.0, 500)];
+        assert_eq!(selection.choose(&candidates, 1_000_000_000, false), Some(0));
+        assert_eq!(selection.choose(&candidates, 1_000_000_000, true), Some(1));
     }
 }
