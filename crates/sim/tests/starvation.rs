@@ -619,6 +619,21 @@ fn policy_promise(policy: &str, e: &Elevator, load: &Load, job: &Job, grouped: b
             // class's BFQ_CL_IDLE_TIMEOUT (200 ms), then the FIFO's expiry.
             let turn = ms(e, "timeout_sync") + ms(e, "slice_idle") + 200 * MILLISECOND;
             let expire = ms(e, "fifo_expire_sync").max(ms(e, "fifo_expire_async"));
+            if job.prio.effective_class() == IoPrioClass::Idle
+                && load.better_class_present(job, false)
+            {
+                // While a better class is busy, the IDLE class is served one request per
+                // BFQ_CL_IDLE_TIMEOUT (bfq_dispatch_rq_from_bfqq expires an idle-class queue
+                // after each request), so a request waits for every idle-class one ahead.
+                let idle_depth: u64 = load
+                    .mix
+                    .jobs
+                    .iter()
+                    .filter(|j| j.prio.effective_class() == IoPrioClass::Idle)
+                    .map(|j| u64::from(j.depth))
+                    .sum();
+                return Promise::Within((idle_depth + load.queues) * turn + expire + fifo);
+            }
             Promise::Within(load.queues * turn + expire + fifo)
         }
         "latency" => {

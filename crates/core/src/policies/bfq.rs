@@ -5,7 +5,11 @@
 //!   requests share one queue per cgroup, class and level. A queue is a leaf of the common
 //!   layer ([`crate::fq`]) inside its cgroup's group, with the weight of its priority,
 //!   `(8 - level) x 10` (BE 4, the default, is 40), in the service tree of its class: RT before
-//!   BE before IDLE, IDLE served at least every 200 ms. Groups weigh by `io.weight`.
+//!   BE before IDLE, IDLE served at least every 200 ms (`BFQ_CL_IDLE_TIMEOUT`), one request
+//!   per turn while other queues are busy (`bfq_dispatch_rq_from_bfqq`), and never idled for.
+//!   A sync queue whose requests are all in the drive stays busy when idling matters
+//!   (`__bfq_bfqq_expire` requeues it), so its class keeps lower ones out. Groups weigh by
+//!   `io.weight`.
 //! - **Budgets.** The layer serves the queue with the smallest virtual finish among the
 //!   eligible (B-WF2Q+). The queue in service dispatches, in the elevator order CFQ also uses
 //!   (forward first; backward within `back_seek_max` at `back_seek_penalty` times the cost),
@@ -342,7 +346,9 @@ impl Bfq {
     /// do not all weigh the same, or are of more than one class, or several groups have work.
     fn better_to_idle(&self, key: QueueKey) -> bool {
         let queue = &self.queues[&key];
-        if !queue.sync || self.slice_idle == 0 {
+        // Idling is never needed for the IDLE class (bfq_better_to_idle).
+        let idle_class = self.fq.class(queue.leaf).ok() == Some(IoPrioClass::Idle);
+        if !queue.sync || self.slice_idle == 0 || idle_class {
             return false;
         }
         if !queue.seeky() {
@@ -437,7 +443,12 @@ impl Bfq {
             && reason != Expiration::NoMoreRequests
             && self.better_to_idle(key)
             && (queue.in_flight > 0 || now.saturating_sub(queue.last_completion) < self.slice_idle);
-        if queued > 0 || expected {
+        // A sync queue with requests still in the drive stays busy, in the active tree, when
+        // idling matters for service guarantees (`__bfq_bfqq_expire` requeues a queue with
+        // `dispatched > 0` instead of `bfq_del_bfqq_busy`): its class keeps the lower classes
+        // out, and the IDLE class gets the disk only after BFQ_CL_IDLE_TIMEOUT.
+        let in_the_drive = queue.sync && queue.in_flight > 0 && self.better_to_idle(key);
+        if queued > 0 || expected || in_the_drive {
             let next = self.queues[&key]
                 .sort
                 .values()
@@ -674,7 +685,19 @@ impl Bfq {
                 self.expire(now, Expiration::BudgetExhausted);
                 continue;
             }
-            return Dispatch::Request(self.take(key, pick, now));
+            let request = self.take(key, pick, now);
+            // An IDLE-class queue dispatches one request per turn while other queues are
+            // busy (bfq_dispatch_rq_from_bfqq: expired as if its budget were exhausted).
+            let idle_class = self.fq.class(self.queues[&key].leaf).ok() == Some(IoPrioClass::Idle);
+            if idle_class
+                && self
+                    .queues
+                    .iter()
+                    .any(|(k, q)| *k != key && (q.queued() > 0 || q.in_flight > 0))
+            {
+                self.expire(now, Expiration::BudgetExhausted);
+            }
+            return Dispatch::Request(request);
         }
         Dispatch::Empty
     }
@@ -790,6 +813,49 @@ mod tests {
 
     fn be(level: u8) -> IoPrio {
         IoPrio::new(IoPrioClass::Be, level).unwrap()
+    }
+
+    // Proves the IDLE class waits its turn: beside a busy BE reader, an IDLE flow with 50
+    // requests queued gets one dispatched per BFQ_CL_IDLE_TIMEOUT (200 ms), not a budget's
+    // worth, and still progresses.
+    #[test]
+    fn the_idle_class_gets_one_request_per_idle_timeout() {
+        let mut policy = Bfq::new();
+        let idle = IoPrio::new(IoPrioClass::Idle, 0).unwrap();
+        for id in 0..50u64 {
+            let mut r = request(1000 + id, Op::Read, (1 << 40) + id * 65536, 65536);
+            (r.flow, r.prio) = (FlowId(2), idle);
+            policy.insert(r, 0);
+        }
+        let (mut now, mut next_id, mut offset, mut idle_served) = (0, 0, 0, 0);
+        let mut be_pending = Some(0);
+        while now < SECOND {
+            if be_pending.is_some_and(|at| at <= now) {
+                be_pending = None;
+                next_id += 1;
+                let mut r = request(next_id, Op::Read, offset, 65536);
+                offset += 65536;
+                (r.flow, r.prio) = (FlowId(1), be(4));
+                policy.insert(r, now);
+            }
+            match policy.dispatch(now) {
+                Dispatch::Request(r) => {
+                    now += MILLISECOND;
+                    policy.completed(&r, now);
+                    if r.flow == FlowId(2) {
+                        idle_served += 1;
+                    } else {
+                        be_pending = Some(now + 20 * MICROSECOND);
+                    }
+                }
+                Dispatch::WaitUntil(t) => now = t.min(be_pending.unwrap_or(t)).max(now + 1),
+                Dispatch::Empty => now = be_pending.unwrap_or(now + MILLISECOND).max(now),
+            }
+        }
+        assert!(
+            (1..=6).contains(&idle_served),
+            "idle class served {idle_served} requests in 1 s"
+        );
     }
 
     // Proves ioprio levels weigh (8 - level) x 10: BE 0 against BE 4 gets 80:40 = 2x the
