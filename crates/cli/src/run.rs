@@ -283,6 +283,7 @@ fn run_jobs(
     for note in &file.notes {
         eprintln!("{note}");
     }
+    let started_ms = start_time_ms()?;
     let reached = Arc::new(std::sync::atomic::AtomicU64::new(0));
     config.progress = Some(reached.clone());
     let bar =
@@ -291,8 +292,28 @@ fn run_jobs(
         });
     let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg);
     drop(bar);
-    write_results(output.take(), &report?, formats)?;
+    let mut report = report?;
+    report.started_ms = Some(started_ms);
+    report.global_options = file.global_options.clone();
+    write_results(output.take(), &report, formats)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// When a run starts, in ms since the Unix epoch, for fio's `timestamp` and the jobs' start
+/// date: `SOURCE_DATE_EPOCH` (seconds) when set, as reproducible builds use it, so that a
+/// simulated run's whole output depends on its seed alone; otherwise the wall clock.
+fn start_time_ms() -> Result<u64> {
+    if let Ok(text) = std::env::var("SOURCE_DATE_EPOCH") {
+        let seconds: u64 = text.trim().parse().with_context(|| {
+            format!("SOURCE_DATE_EPOCH={text:?} is not a whole number of seconds")
+        })?;
+        return seconds
+            .checked_mul(1000)
+            .with_context(|| format!("SOURCE_DATE_EPOCH={text:?} is too large"));
+    }
+    Ok(std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64))
 }
 
 /// `iosched run --engine real`: the jobs on real files through io_uring. Exits with failure
@@ -327,6 +348,7 @@ fn run_real(
     for note in file.notes.iter().filter(|note| note.option != "direct") {
         eprintln!("{note}");
     }
+    let started_ms = start_time_ms()?;
     let started = std::time::Instant::now();
     let bar =
         crate::progress::TimeBar::new(args.quiet, crate::progress::jobs_time(file), move || {
@@ -334,7 +356,9 @@ fn run_real(
         });
     let outcome = iosched_uring::run(&config, file).map_err(anyhow::Error::msg);
     drop(bar);
-    let outcome = outcome?;
+    let mut outcome = outcome?;
+    outcome.report.started_ms = Some(started_ms);
+    outcome.report.global_options = file.global_options.clone();
     write_results(output.take(), &outcome.report, formats)?;
     for error in &outcome.errors {
         eprintln!("iosched: error: {error}");

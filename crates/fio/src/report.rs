@@ -175,4 +175,10 @@ pub struct RunReport {
     pub notes: Vec<String>,
     /// Total (simulated) time of the run.
     pub duration: Nanos,
+    /// When the run started, ms since the Unix epoch (fio's `timestamp_ms` and the jobs'
+    /// start date); `None`: not recorded, printed as the epoch. Set by whoever launched the
+    /// run, which knows the wall clock (engines do not read it).
+    pub started_ms: Option<u64>,
+    /// The options of the job file's `[global]` sections (fio's "global options").
+    pub global_options: Vec<(String, String)>,
 }

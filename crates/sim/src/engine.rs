@@ -753,6 +753,8 @@ impl Simulation {
             device_counters: counters,
             notes: self.notes.clone(),
             duration,
+            started_ms: None,
+            global_options: Vec::new(),
         }
     }
 }

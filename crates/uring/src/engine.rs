@@ -858,6 +858,8 @@ impl Engine {
             device_counters: counters,
             notes,
             duration,
+            started_ms: None,
+            global_options: Vec::new(),
         };
         Outcome {
             report,

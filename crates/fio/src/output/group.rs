@@ -565,6 +565,8 @@ mod tests {
             device_counters: Vec::new(),
             notes: Vec::new(),
             duration: 1_000_000_000,
+            started_ms: None,
+            global_options: Vec::new(),
         };
         let entries = reported_jobs(&report);
         let shape: Vec<(&str, u32)> = entries

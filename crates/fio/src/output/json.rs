@@ -9,12 +9,14 @@
 //! Deliberate differences from fio 3.33, all invisible to tools that read `jobs[]`:
 //! - `"fio version"` is `iosched-<version>`: the file did not come from fio, and tools use the
 //!   field only as a label. The schema followed is named in `iosched.fio_schema`.
-//! - `timestamp`, `timestamp_ms` and `time` are the Unix epoch (0, 0, and its `ctime` text):
-//!   a simulated run's output must be a function of its seed alone, so nothing comes from the
-//!   wall clock. `eta` is 0 and `elapsed` the run's length in seconds, rounded up.
+//! - `timestamp`, `timestamp_ms` and `time` are when the run started ([`RunReport::started_ms`],
+//!   set by the command that launched it: the wall clock, or `SOURCE_DATE_EPOCH` when set, so
+//!   that a simulated run's output can still be made a function of its seed alone); `time` is
+//!   in UTC where fio uses the local zone. Unrecorded, they are the Unix epoch. `eta` is 0 and
+//!   `elapsed` the run's length in seconds, rounded up.
 //! - No `job_start`: fio 3.33 does not have it (it arrived in 3.35, after `minf`).
-//! - No `"global options"`: results carry each job's options after `[global]` inheritance, so
-//!   they all appear under the job's `"job options"` (fio omits the key when nothing is global).
+//! - `"global options"` holds the `[global]` sections' options, `"job options"` each job's own,
+//!   as fio lists them (fio omits the key when nothing is global).
 //! - `usr_cpu`, `sys_cpu`, `ctx`, `majf`, `minf` are 0: nothing is measured on a host CPU.
 //! - `iodepth_submit`/`iodepth_complete` put every I/O in the "4" bucket (1 to 4 I/Os per
 //!   call): the engines submit and reap one I/O per call.
@@ -48,6 +50,42 @@ pub const FIO_SCHEMA: &str = "fio-3.33";
 
 /// `ctime` of the Unix epoch, used for every date fio would print.
 pub const EPOCH_CTIME: &str = "Thu Jan  1 00:00:00 1970";
+
+/// `seconds` since the Unix epoch as C's `ctime` writes it (without the newline), in UTC:
+/// `Wed Nov 25 07:11:25 2026`.
+pub fn ctime(seconds: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = seconds / 86_400;
+    let of_day = seconds % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's days_from_civil, inverted).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        DAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        day,
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60,
+        year
+    )
+}
 
 /// fio's JSON output for `report` (`--output-format=json`).
 pub fn json(report: &RunReport) -> Value {
@@ -95,9 +133,18 @@ fn build(report: &RunReport, bins: bool) -> Value {
 
     let mut root = Map::new();
     root.insert("fio version".into(), VERSION.into());
-    root.insert("timestamp".into(), 0.into());
-    root.insert("timestamp_ms".into(), 0.into());
-    root.insert("time".into(), EPOCH_CTIME.into());
+    let started_ms = report.started_ms.unwrap_or(0);
+    root.insert("timestamp".into(), (started_ms / 1000).into());
+    root.insert("timestamp_ms".into(), started_ms.into());
+    root.insert("time".into(), ctime(started_ms / 1000).into());
+    if !report.global_options.is_empty() {
+        let options: Map<String, Value> = report
+            .global_options
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone().into()))
+            .collect();
+        root.insert("global options".into(), Value::Object(options));
+    }
     let jobs = entries
         .iter()
         .map(|entry| {
@@ -459,5 +506,19 @@ fn write_value(out: &mut String, value: &Value, level: usize) {
             indent(out, level);
             out.push('}');
         }
+    }
+}
+
+#[cfg(test)]
+mod ctime_tests {
+    use super::*;
+
+    // Proves the ctime text against known dates (date -u -d @N '+%a %b %e %H:%M:%S %Y').
+    #[test]
+    fn ctime_matches_c() {
+        assert_eq!(ctime(0), EPOCH_CTIME);
+        assert_eq!(ctime(951_782_400), "Tue Feb 29 00:00:00 2000");
+        assert_eq!(ctime(1_795_590_685), "Wed Nov 25 07:11:25 2026");
+        assert_eq!(ctime(4_102_444_799), "Thu Dec 31 23:59:59 2099");
     }
 }

@@ -56,6 +56,8 @@
 //!     device_counters: vec![],
 //!     notes: vec![],
 //!     duration: 1_000_000_000,
+//!     started_ms: None,
+//!     global_options: Vec::new(),
 //! };
 //! let json = output::json(&report);
 //! assert_eq!(json["jobs"][0]["read"]["bw"], 4000); // KiB/s

@@ -21,7 +21,7 @@ use crate::output::group::{
     group_of, group_runs, per_second, reported_jobs, GroupRun, ReportedJob, LATENCY_BUCKETS_MS,
     LATENCY_BUCKETS_NS, LATENCY_BUCKETS_US,
 };
-use crate::output::json::{batch_percentages, EPOCH_CTIME, VERSION};
+use crate::output::json::{batch_percentages, ctime, VERSION};
 use crate::report::{Parameter, RunReport};
 use crate::stats::Latency;
 use std::fmt::Write;
@@ -45,7 +45,12 @@ pub fn normal(report: &RunReport) -> String {
     out.push('\n');
 
     for entry in &entries {
-        job_status(&mut out, entry, group_of(&groups, entry.result.group_id));
+        job_status(
+            &mut out,
+            entry,
+            group_of(&groups, entry.result.group_id),
+            report.started_ms.unwrap_or(0),
+        );
     }
     for group in &groups {
         group_status(&mut out, group);
@@ -72,7 +77,7 @@ pub fn normal(report: &RunReport) -> String {
     out
 }
 
-fn job_status(out: &mut String, entry: &ReportedJob, group: &GroupRun) {
+fn job_status(out: &mut String, entry: &ReportedJob, group: &GroupRun, started_ms: u64) {
     let job = &entry.result;
     let io_bytes: u64 = job.dirs.iter().map(|d| d.io_bytes).sum();
     if io_bytes == 0 && entry.total_ios() == 0 {
@@ -88,7 +93,7 @@ fn job_status(out: &mut String, entry: &ReportedJob, group: &GroupRun) {
     if job.error != 0 {
         write!(out, " ({})", error_text(job.error)).unwrap();
     }
-    writeln!(out, ": pid=0: {EPOCH_CTIME}").unwrap();
+    writeln!(out, ": pid=0: {}", ctime(started_ms / 1000)).unwrap();
 
     let percentile_list = sorted_percentiles(&job.percentile_list);
     let precision = percentile_precision(&percentile_list);

@@ -99,6 +99,8 @@ pub fn report(jobs: Vec<JobResult>, duration: u64) -> RunReport {
         device_counters: vec![("seeks".into(), 990.0)],
         notes: vec!["job.fio:3: note: thread: has no effect in simulation".into()],
         duration,
+        started_ms: None,
+        global_options: Vec::new(),
     }
 }
 
