@@ -1,6 +1,6 @@
 //! `iosched bench`: how many simulated requests the simulator completes per wall-clock second.
 
-use crate::run::SimArgs;
+use crate::run::SetupArgs;
 use anyhow::Result;
 use clap::Args;
 use iosched_fio::parse;
@@ -20,8 +20,11 @@ pub struct BenchArgs {
     /// Timed repetitions; the best is reported, as the others measure the machine's noise.
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
+    /// Scheduling policy (see `iosched policies`) [default: deadline].
+    #[arg(long)]
+    pub policy: Option<String>,
     #[command(flatten)]
-    pub sim: SimArgs,
+    pub setup: SetupArgs,
 }
 
 /// The benchmark's job file: `jobs` synchronous random readers, each `requests` 4 KiB reads.
@@ -37,7 +40,9 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     let text = job_text(args.jobs, args.requests_per_job);
     let file = parse::parse_str(&text, "bench.fio", Path::new("."), &|_| None)
         .map_err(anyhow::Error::msg)?;
-    let config = args.sim.config()?;
+    let config = args
+        .setup
+        .config(args.policy.as_deref().unwrap_or(crate::run::DEFAULT_POLICY))?;
     println!(
         "iosched bench: seed {}, policy {}, device {}, {} synchronous 4 KiB random readers x {} requests",
         config.seed, config.policy, config.device, args.jobs, args.requests_per_job

@@ -28,6 +28,59 @@ Every command: iosched help COMMAND. Completions: iosched completions bash. Manu
 pub const AFTER_HELP: &str = "\
 Start with: iosched compare examples/isolation.fio --report isolation.html";
 
+/// `iosched run --help`'s examples.
+pub const EXAMPLES_RUN: &str = "\
+Examples:
+  iosched run examples/isolation.fio
+  iosched run examples/isolation.fio --policy bfq --output-format json --output out.json
+  iosched run examples/ncq-priority.fio --policy noop --device he8 --device-set ncq_prio_enable=on
+  iosched run jobs.fio --engine real --filename /dev/loop0 --policy deadline
+  SOURCE_DATE_EPOCH=0 iosched run jobs.fio --seed 7   # byte-identical output for a seed";
+
+/// `iosched compare --help`'s examples.
+pub const EXAMPLES_COMPARE: &str = "\
+Examples:
+  iosched compare examples/isolation.fio --report isolation.html
+  iosched compare jobs.fio --policy deadline --policy bfq --policy cfq:slice_idle=0
+  iosched compare jobs.fio --sweep IODEPTH=1,4,16,32 --device he8";
+
+/// `iosched experiment --help`'s examples.
+pub const EXAMPLES_EXPERIMENT: &str = "\
+Examples:
+  iosched experiment list
+  iosched experiment run seed004-cdl
+  iosched experiment run --all --quick --results results";
+
+/// `iosched devices --help`'s examples.
+pub const EXAMPLES_DEVICES: &str = "\
+Examples:
+  iosched devices
+  iosched devices he8";
+
+/// `iosched calibrate --help`'s examples.
+pub const EXAMPLES_CALIBRATE: &str = "\
+Examples:
+  iosched calibrate
+  iosched calibrate --only hdd --quick";
+
+/// `iosched bench --help`'s examples.
+pub const EXAMPLES_BENCH: &str = "\
+Examples:
+  iosched bench
+  iosched bench --policy bfq --jobs 64 --requests-per-job 20000";
+
+/// `iosched frontier --help`'s examples.
+pub const EXAMPLES_FRONTIER: &str = "\
+Examples:
+  iosched frontier --file /var/tmp/frontier.img --size-mib 1024
+  iosched frontier --device /dev/loop0 --kernel mq-deadline,bfq --policies deadline,cfq";
+
+/// `iosched policies --help`'s examples.
+pub const EXAMPLES_POLICIES: &str = "\
+Examples:
+  iosched policies
+  iosched policies | grep -A12 '^bfq'";
+
 /// The next useful command after an error of `command` saying `message`, if there is one.
 pub fn after_error(command: &str, message: &str) -> Option<String> {
     let hint = if message.contains("unknown policy") || message.contains("policy setting") {

@@ -16,21 +16,29 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a fio job file under a policy, simulated or on a real file or device (--engine real).
+    #[command(after_help = hints::EXAMPLES_RUN)]
     Run(run::RunArgs),
     /// Run the same jobs under several policies and show them side by side.
+    #[command(after_help = hints::EXAMPLES_COMPARE)]
     Compare(compare::CompareArgs),
     /// List or run the reproducible experiments (one folder per claim).
+    #[command(after_help = hints::EXAMPLES_EXPERIMENT)]
     Experiment(experiment::ExperimentArgs),
     /// List the policies, their tunables, defaults and units.
+    #[command(after_help = hints::EXAMPLES_POLICIES)]
     Policies,
     /// List the device models and their parameters (given and derived).
+    #[command(after_help = hints::EXAMPLES_DEVICES)]
     Devices(catalog::DevicesArgs),
     /// Print the device models' calibration figures against their targets.
+    #[command(after_help = hints::EXAMPLES_CALIBRATE)]
     Calibrate(calibrate::CalibrateArgs),
     /// Measure simulated requests per wall-clock second.
+    #[command(after_help = hints::EXAMPLES_BENCH)]
     Bench(bench::BenchArgs),
     /// On a real device (needs root and fio): a foreground beside a background under the
     /// kernel's schedulers and iosched's policies, each placed on the device's latency curve.
+    #[command(after_help = hints::EXAMPLES_FRONTIER)]
     Frontier(frontier::FrontierArgs),
     /// Print a shell completion script: iosched completions bash > /etc/bash_completion.d/iosched
     Completions(hints::CompletionsArgs),

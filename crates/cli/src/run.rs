@@ -116,6 +116,28 @@ pub fn choose_policy(requested: Option<&str>, file: &JobFile) -> Result<String> 
     }
 }
 
+/// Says so at start when `policy` is `latency` and nothing sets an I/O priority: it protects
+/// the best priority present, so with every job at the default it has no foreground.
+pub fn note_latency_without_priorities(
+    policy: &str,
+    file: &JobFile,
+    groups: &[iosched_sim::GroupSetting],
+) {
+    let is_latency = iosched_core::policies::Stack::parse(policy)
+        .is_ok_and(|stack| stack.policy.name == "latency");
+    let prioritised = file.jobs.iter().any(|job| {
+        job.prio.class() != iosched_core::IoPrioClass::None
+            || job.cmdprio.iter().any(Option::is_some)
+    }) || groups.iter().any(|group| group.file == "io.prio.class");
+    if is_latency && !prioritised {
+        eprintln!(
+            "iosched: note: the latency policy protects the jobs with the best I/O priority, and \
+             no job sets one (fio's prioclass and prio, cmdprio_*, or a group's io.prio.class): \
+             it has no foreground to protect"
+        );
+    }
+}
+
 /// `NAME=VALUE` into its parts.
 pub fn parse_setting(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
@@ -283,6 +305,7 @@ fn run_jobs(
     for note in &file.notes {
         eprintln!("{note}");
     }
+    note_latency_without_priorities(&config.policy, &file, &config.group_settings);
     let started_ms = start_time_ms()?;
     let reached = Arc::new(std::sync::atomic::AtomicU64::new(0));
     config.progress = Some(reached.clone());
@@ -348,6 +371,7 @@ fn run_real(
     for note in file.notes.iter().filter(|note| note.option != "direct") {
         eprintln!("{note}");
     }
+    note_latency_without_priorities(&config.policy, file, &config.group_settings);
     let started_ms = start_time_ms()?;
     let started = std::time::Instant::now();
     let bar =

@@ -507,3 +507,26 @@ fn frontier_refuses_clearly() {
         "{message}"
     );
 }
+
+// Proves the latency policy says at start when no job sets a priority (it then has no
+// foreground), and says nothing when one does.
+#[test]
+fn latency_policy_notes_a_missing_foreground() {
+    let dir = scratch("latency-note");
+    let plain = write(&dir, "plain.fio", SMALL_JOB);
+    let output = iosched(&["run", &plain, "--policy", "latency", "-q"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("no foreground to protect"),
+        "{}",
+        stderr(&output)
+    );
+    let prioritised = write(&dir, "rt.fio", &format!("{SMALL_JOB}prioclass=1\n"));
+    let output = iosched(&["run", &prioritised, "--policy", "latency", "-q"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        !stderr(&output).contains("no foreground"),
+        "{}",
+        stderr(&output)
+    );
+}
