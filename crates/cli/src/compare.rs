@@ -42,9 +42,27 @@ pub struct CompareArgs {
     /// Write the HTML report (one self-contained file) here.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+    /// What to print: the tables and verdicts (text), or for scripts every run's fio JSON with
+    /// its key figures and the verdicts (json), or one row per run, job and direction (csv).
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub output_format: CompareFormat,
+    /// Write the output here instead of standard output (replaced only when complete).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// No progress bar on standard error.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `compare --output-format`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareFormat {
+    /// The side-by-side tables and the verdicts.
+    Text,
+    /// The study as JSON (`iosched_lab::export::study_json`).
+    Json,
+    /// One CSV row per run, job and direction (`iosched_lab::export::study_csv`).
+    Csv,
 }
 
 /// Runs `iosched compare`.
@@ -82,8 +100,9 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
         policies.join(", "),
         setup.device
     );
-    // Opened first, so that a report path that cannot be written is refused before the runs.
+    // Opened first, so that a path that cannot be written is refused before the runs.
     let report = args.report.as_deref().map(OutputFile::create).transpose()?;
+    let output = args.output.as_deref().map(OutputFile::create).transpose()?;
     let runs = matrix::execute(&matrix, &Bar::new(args.quiet))?;
     let mut settings = setup.device_settings.clone();
     settings.extend(setup.settings.iter().cloned());
@@ -104,15 +123,41 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
         verdicts: Vec::new(),
         headline: None,
     };
-    print!("{}", text::side_by_side(&study));
-    println!();
+    // The text goes where the output goes; with json or csv, that is the data, and the
+    // tables and verdicts are not printed.
+    let mut text_out = String::new();
+    text_out.push_str(&text::side_by_side(&study));
+    text_out.push('\n');
     match &foreground {
-        Some(foreground) => verdicts(&mut study, &file, foreground, &setup)?,
-        None => println!(
+        Some(foreground) => {
+            text_out.push_str(&verdicts(&mut study, &file, foreground, &setup)?);
+        }
+        None => text_out.push_str(
             "No job stands out as the one to protect, so no verdicts: give it a better \
-             prioclass/prio or a heavier cgroup (io.weight), or name it with --foreground JOB."
+             prioclass/prio or a heavier cgroup (io.weight), or name it with --foreground JOB.\n",
         ),
     }
+    let data = match args.output_format {
+        CompareFormat::Text => text_out,
+        CompareFormat::Json => {
+            let mut text = serde_json::to_string_pretty(&iosched_lab::export::study_json(&study))
+                .context("cannot render the comparison as JSON")?;
+            text.push('\n');
+            text
+        }
+        CompareFormat::Csv => iosched_lab::export::study_csv(&study),
+    };
+    match output {
+        Some(mut file) => {
+            file.write_all(data.as_bytes())
+                .with_context(|| format!("cannot write {:?}", file.path()))?;
+            let path = file.path().to_path_buf();
+            file.commit()?;
+            eprintln!("iosched: wrote {}", path.display());
+        }
+        None => print!("{data}"),
+    }
+    let text_mode = args.output_format == CompareFormat::Text && args.output.is_none();
     match report {
         Some(mut report) => {
             report
@@ -120,9 +165,14 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
                 .with_context(|| format!("cannot write {:?}", report.path()))?;
             let path = report.path().to_path_buf();
             report.commit()?;
-            println!("\nreport: {} (open it in a browser)", path.display());
+            if text_mode {
+                println!("\nreport: {} (open it in a browser)", path.display());
+            } else {
+                eprintln!("iosched: report: {} (open it in a browser)", path.display());
+            }
         }
-        None => println!("\nThe charts and every figure: add --report FILE.html"),
+        None if text_mode => println!("\nThe charts and every figure: add --report FILE.html"),
+        None => {}
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -133,7 +183,9 @@ fn verdicts(
     file: &iosched_fio::JobFile,
     foreground: &Foreground,
     setup: &iosched_lab::setup::Setup,
-) -> Result<()> {
+) -> Result<String> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
     let alone = isolation::alone(file, foreground, setup, ALONE_POLICY)?;
     let judged = isolation::judge(study, foreground, &alone)?;
     let alone_mean = iosched_report::figures::job_figures(&alone, &foreground.job, None)
@@ -143,25 +195,28 @@ fn verdicts(
         Some(sweep) => format!(" (at {}={})", sweep.name, sweep.values[0]),
         None => String::new(),
     };
-    println!(
+    writeln!(
+        out,
         "Foreground: {}, {}. Alone ({ALONE_POLICY}) its mean latency is {}{at}:",
         foreground.job,
         foreground.reason,
         iosched_report::figures::duration(alone_mean)
-    );
+    )?;
     let width = judged.iter().map(|v| v.policy.len()).max().unwrap_or(0);
     for verdict in &judged {
-        println!(
+        writeln!(
+            out,
             "  {:<width$}  {}",
             verdict.policy,
             verdict.line(&foreground.job)
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        out,
         "(protects = mean latency within {}x of alone; partly = within {}x)",
         isolation::PROTECTED_SLOWDOWN,
         isolation::PARTLY_PROTECTED_SLOWDOWN
-    );
+    )?;
     study.summary.push_str(&format!(
         "\n\nForeground: {}, {}; alone under {ALONE_POLICY} its mean latency is {}. A policy \
          protects it when its mean latency stays within {}x of that; the cost is what the \
@@ -173,5 +228,5 @@ fn verdicts(
     ));
     study.verdicts = isolation::study_verdicts(foreground, &judged);
     study.headline = Some(isolation::headline(foreground, &judged));
-    Ok(())
+    Ok(out)
 }

@@ -530,3 +530,51 @@ fn latency_policy_notes_a_missing_foreground() {
         stderr(&output)
     );
 }
+
+// Proves compare writes its comparison for scripts: CSV with one row per policy, job and
+// direction, and JSON with every run's fio JSON and the verdicts, into --output.
+#[test]
+fn compare_writes_json_and_csv() {
+    let dir = scratch("compare-data");
+    let path = write(&dir, "job.fio", SMALL_JOB);
+    let csv = iosched(&[
+        "compare",
+        &path,
+        "--policy",
+        "noop",
+        "--policy",
+        "deadline:priorities=0,fifo_batch=8",
+        "-q",
+        "--output-format",
+        "csv",
+    ]);
+    assert!(csv.status.success(), "{}", stderr(&csv));
+    let text = String::from_utf8_lossy(&csv.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("policy,point,job,dir,"), "{text}");
+    assert_eq!(lines.len(), 1 + 2 * 2, "{text}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("\"deadline:priorities=0,fifo_batch=8\",,w,write,")),
+        "{text}"
+    );
+    let out = dir.join("cmp.json");
+    let json = iosched(&[
+        "compare",
+        &path,
+        "--policy",
+        "noop",
+        "-q",
+        "--output-format",
+        "json",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(json.status.success(), "{}", stderr(&json));
+    assert!(json.stdout.is_empty(), "the data went to the file");
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(value["runs"][0]["policy"], "noop");
+    assert!(value["runs"][0]["fio"]["jobs"].as_array().unwrap().len() == 2);
+}

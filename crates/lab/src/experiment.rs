@@ -649,50 +649,29 @@ pub fn run_experiment(
     Ok(study)
 }
 
-/// The study as JSON: the matrix, each run's key figures and full fio JSON, and the verdicts.
+/// The study as JSON ([`crate::export::study_json`]), headed by the experiment: its name,
+/// claim, source, and whether the quick variant ran. Key order stays as before the export
+/// module existed, so results files compare across versions.
 pub fn results_json(experiment: &Experiment, study: &Study, quick: bool) -> serde_json::Value {
-    use serde_json::json;
-    let runs: Vec<serde_json::Value> = study
-        .runs
-        .iter()
-        .map(|run| {
-            let jobs: Vec<serde_json::Value> = figures::all_figures(&run.report)
-                .iter()
-                .map(|f| {
-                    json!({
-                        "job": f.job,
-                        "dir": f.dir.name(),
-                        "clones": f.clones,
-                        "iops": f.iops(),
-                        "bw_bytes": f.bandwidth(),
-                        "clat_mean_ns": f.stats.clat.mean(),
-                        "clat_p99_ns": f.stats.clat.percentile(99.0),
-                        "clat_p99_99_ns": f.stats.clat.percentile(99.99),
-                        "clat_max_ns": f.stats.clat.max(),
-                    })
-                })
-                .collect();
-            json!({
-                "policy": run.policy,
-                "point": run.point,
-                "jobs": jobs,
-                "fio": iosched_fio::output::json(&run.report),
-            })
-        })
-        .collect();
-    json!({
-        "experiment": experiment.name,
-        "title": study.title,
-        "claim": experiment.definition.claim.trim(),
-        "source": experiment.definition.source,
-        "quick": quick,
-        "seed": study.seed,
-        "device": study.device,
-        "settings": study.settings.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-        "policies": study.policies,
-        "sweep": study.sweep.as_ref().map(|s| json!({"name": s.name, "values": s.values})),
-        "verdicts": study.verdicts.iter().map(|v| json!({"claim": v.claim, "figure": v.figure, "pass": v.pass, "verdict": v.word(), "known_gap": v.gap})).collect::<Vec<_>>(),
-        "pass": study.passed(),
-        "runs": runs,
-    })
+    let mut body = crate::export::study_json(study);
+    let mut root = serde_json::Map::new();
+    root.insert("experiment".into(), experiment.name.clone().into());
+    root.insert(
+        "title".into(),
+        body.get("title").cloned().unwrap_or_default(),
+    );
+    root.insert(
+        "claim".into(),
+        experiment.definition.claim.trim().to_string().into(),
+    );
+    root.insert("source".into(), experiment.definition.source.clone().into());
+    root.insert("quick".into(), quick.into());
+    if let serde_json::Value::Object(fields) = &mut body {
+        for (key, value) in std::mem::take(fields) {
+            if key != "title" {
+                root.insert(key, value);
+            }
+        }
+    }
+    serde_json::Value::Object(root)
 }

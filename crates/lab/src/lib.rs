@@ -17,6 +17,7 @@
 
 pub mod calibrate;
 pub mod experiment;
+pub mod export;
 pub mod frontier;
 pub mod isolation;
 pub mod matrix;
