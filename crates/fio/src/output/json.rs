@@ -51,6 +51,16 @@ pub const FIO_SCHEMA: &str = "fio-3.33";
 /// `ctime` of the Unix epoch, used for every date fio would print.
 pub const EPOCH_CTIME: &str = "Thu Jan  1 00:00:00 1970";
 
+/// Options as written (name, value), as fio's "global options" and "job options" objects.
+fn options_json(options: &[(String, String)]) -> Value {
+    Value::Object(
+        options
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone().into()))
+            .collect(),
+    )
+}
+
 /// `seconds` since the Unix epoch as C's `ctime` writes it (without the newline), in UTC:
 /// `Wed Nov 25 07:11:25 2026`.
 pub fn ctime(seconds: u64) -> String {
@@ -138,12 +148,10 @@ fn build(report: &RunReport, bins: bool) -> Value {
     root.insert("timestamp_ms".into(), started_ms.into());
     root.insert("time".into(), ctime(started_ms / 1000).into());
     if !report.global_options.is_empty() {
-        let options: Map<String, Value> = report
-            .global_options
-            .iter()
-            .map(|(name, value)| (name.clone(), value.clone().into()))
-            .collect();
-        root.insert("global options".into(), Value::Object(options));
+        root.insert(
+            "global options".into(),
+            options_json(&report.global_options),
+        );
     }
     let jobs = entries
         .iter()
@@ -329,12 +337,7 @@ fn job_json(entry: &ReportedJob, group: &GroupRun, elapsed_s: u64, bins: bool) -
     object.insert("eta".into(), 0.into());
     object.insert("elapsed".into(), elapsed_s.into());
     if !job.options.is_empty() {
-        let options: Map<String, Value> = job
-            .options
-            .iter()
-            .map(|(name, value)| (name.clone(), value.clone().into()))
-            .collect();
-        object.insert("job options".into(), Value::Object(options));
+        object.insert("job options".into(), options_json(&job.options));
     }
     for dir in DataDir::ALL {
         object.insert(
