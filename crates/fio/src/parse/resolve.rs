@@ -678,7 +678,7 @@ impl Resolver<'_> {
             if kind == 3 {
                 return Err(self.error(
                     "ignore_error",
-                    format!("\"{text}\" has more than three lists (read, write, verify)"),
+                    format!("ignore_error={text}: more than three lists (read, write, verify)"),
                 ));
             }
             let mut errnos = Vec::new();
@@ -693,7 +693,8 @@ impl Resolver<'_> {
                         self.error(
                             "ignore_error",
                             format!(
-                                "\"{item}\" is not an errno name (such as EIO or ETIME) or number"
+                                "ignore_error: {item:?} is not an errno name (such as EIO or \
+                                 ETIME) or number"
                             ),
                         )
                     })?;

@@ -887,3 +887,28 @@ fn times_and_sizes_are_checked_against_the_limits() {
     job("[job]\nsize=1m\nthinktime=365d\nrandseed=18446744073709551615\n");
     job("[job]\nsize=1024p\n");
 }
+
+// continue_on_error and ignore_error as fio reads them: kinds by name or 0/1, errno lists per
+// kind by name or number; unknown names are refused with the option named.
+#[test]
+fn error_handling_options() {
+    use crate::ErrorKind;
+    let spec = job("[j]\ncontinue_on_error=io\nignore_error=ETIME:EIO,28\n");
+    assert_eq!(spec.errors.continue_on, 3);
+    assert!(spec.errors.non_fatal(ErrorKind::Read, 62));
+    assert!(!spec.errors.non_fatal(ErrorKind::Read, 84));
+    assert!(spec.errors.non_fatal(ErrorKind::Write, 28));
+    assert!(
+        !spec.errors.non_fatal(ErrorKind::Verify, 84),
+        "verify is not in io"
+    );
+    let spec = job("[j]\ncontinue_on_error=1\n");
+    assert!(spec.errors.non_fatal(ErrorKind::Verify, 84));
+    assert!(
+        !spec.errors.non_fatal(ErrorKind::Read, 62),
+        "ETIME is not in fio's default list"
+    );
+    assert!(!job("[j]\n").errors.non_fatal(ErrorKind::Read, 5));
+    assert!(error("[j]\nignore_error=EBOGUS\n").contains("ignore_error"));
+    assert!(error("[j]\nignore_error=1,2,3,4\n").contains("ignore_error"));
+}
