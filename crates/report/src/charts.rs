@@ -10,7 +10,9 @@
 //! - bandwidth per 500 ms window over time, one line per policy, at the last point.
 //!
 //! Every chart is one job and direction: jobs differ by orders of magnitude (a random reader
-//! next to a streaming writer), and one axis for both would flatten the smaller.
+//! next to a streaming writer), and one axis for both would flatten the smaller. The axes'
+//! ranges are each chart's own, but a quantity has one unit on the whole page
+//! ([`PageUnits`]), so that neighbouring panels read alike.
 
 use crate::model::{Key, Model};
 use crate::plot::{policy_color, Axis, Chart, Series, Shape, Ticks};
@@ -43,9 +45,40 @@ pub struct Section {
     pub figures: Vec<Figure>,
 }
 
+/// The unit of each quantity on the page, from its largest value anywhere in the model.
+#[derive(Clone, Copy, Debug)]
+pub struct PageUnits {
+    /// Completion latencies (CDF and tail charts).
+    pub latency: units::TimeUnit,
+    /// p99.99 latencies (the sweep charts).
+    pub tail: units::TimeUnit,
+    /// Bandwidth over each run (the bar charts).
+    pub bandwidth: units::RateUnit,
+    /// Bandwidth per window (the timelines).
+    pub window_bandwidth: units::RateUnit,
+}
+
+impl PageUnits {
+    /// The units for `model`.
+    pub fn of(model: &Model) -> PageUnits {
+        let max = |value: &dyn Fn(&crate::model::Cell) -> f64| {
+            model.all_cells().map(value).fold(0.0, f64::max)
+        };
+        PageUnits {
+            latency: units::time_unit(max(&|c| c.clat.max() as f64)),
+            tail: units::time_unit(max(&|c| c.clat.percentile(99.99) as f64)),
+            bandwidth: units::rate_unit(max(&|c| c.bandwidth)),
+            window_bandwidth: units::rate_unit(max(&|c| {
+                c.bandwidth_windows.iter().copied().fold(0.0, f64::max)
+            })),
+        }
+    }
+}
+
 /// Every chart section the model has data for, in page order.
 pub fn sections(model: &Model) -> Vec<Section> {
     let mut sections = Vec::new();
+    let page = PageUnits::of(model);
     let points = points_with_data(model);
     let (Some(&first), Some(&last)) = (points.first(), points.last()) else {
         return sections;
@@ -59,7 +92,7 @@ pub fn sections(model: &Model) -> Vec<Section> {
     let mut figures = Vec::new();
     for &point in &ends {
         for key in 0..model.keys.len() {
-            if let Some(figure) = cdf(model, point, key) {
+            if let Some(figure) = cdf(model, point, key, &page) {
                 figures.push(figure);
             }
         }
@@ -80,7 +113,7 @@ pub fn sections(model: &Model) -> Vec<Section> {
     });
 
     let figures = (0..model.keys.len())
-        .filter_map(|key| tail(model, last, key))
+        .filter_map(|key| tail(model, last, key, &page))
         .collect();
     sections.push(Section {
         id: "tail",
@@ -100,8 +133,8 @@ pub fn sections(model: &Model) -> Vec<Section> {
     };
     let mut figures = Vec::new();
     for key in 0..model.keys.len() {
-        figures.extend(bars(model, &bar_points, key, Metric::Bandwidth));
-        figures.extend(bars(model, &bar_points, key, Metric::Iops));
+        figures.extend(bars(model, &bar_points, key, Metric::Bandwidth, &page));
+        figures.extend(bars(model, &bar_points, key, Metric::Iops, &page));
     }
     sections.push(Section {
         id: "bars",
@@ -122,8 +155,8 @@ pub fn sections(model: &Model) -> Vec<Section> {
     if points.len() >= 2 {
         let mut figures = Vec::new();
         for key in 0..model.keys.len() {
-            figures.extend(sweep_line(model, &points, key, Metric::Iops));
-            figures.extend(sweep_line(model, &points, key, Metric::TailLatency));
+            figures.extend(sweep_line(model, &points, key, Metric::Iops, &page));
+            figures.extend(sweep_line(model, &points, key, Metric::TailLatency, &page));
         }
         sections.push(Section {
             id: "sweep",
@@ -136,7 +169,7 @@ pub fn sections(model: &Model) -> Vec<Section> {
     }
 
     let figures = (0..model.keys.len())
-        .filter_map(|key| timeline(model, last, key))
+        .filter_map(|key| timeline(model, last, key, &page))
         .collect();
     sections.push(Section {
         id: "time",
@@ -197,8 +230,8 @@ fn latency_cdf(model: &Model, point: usize, key: usize) -> Vec<(usize, Vec<(f64,
         .collect()
 }
 
-/// The latency axis for `curves` (values in ns): its unit is the one of the largest value.
-fn latency_axis(curves: &[(usize, Vec<(f64, f64)>)]) -> Option<(Axis, f64)> {
+/// The latency axis for `curves` (values in ns), in `unit`.
+fn latency_axis(curves: &[(usize, Vec<(f64, f64)>)], unit: units::TimeUnit) -> Option<(Axis, f64)> {
     let low = curves
         .iter()
         .filter_map(|(_, c)| c.first().map(|p| p.0))
@@ -210,7 +243,6 @@ fn latency_axis(curves: &[(usize, Vec<(f64, f64)>)]) -> Option<(Axis, f64)> {
     if !(low.is_finite() && high > 0.0) {
         return None;
     }
-    let unit = units::time_unit(high);
     // A little room at both ends, so that a step at the smallest or the largest latency is
     // not drawn on the frame.
     let axis = Axis::log(
@@ -247,9 +279,9 @@ fn policy_line(model: &Model, policy: usize, points: Vec<(f64, f64)>, markers: b
     }
 }
 
-fn cdf(model: &Model, point: usize, key_index: usize) -> Option<Figure> {
+fn cdf(model: &Model, point: usize, key_index: usize, page: &PageUnits) -> Option<Figure> {
     let curves = latency_cdf(model, point, key_index);
-    let (x, scale) = latency_axis(&curves)?;
+    let (x, scale) = latency_axis(&curves, page.latency)?;
     let series = curves
         .into_iter()
         .map(|(policy, steps)| policy_line(model, policy, staircase(&steps, scale, false), false))
@@ -278,9 +310,9 @@ fn cdf(model: &Model, point: usize, key_index: usize) -> Option<Figure> {
     })
 }
 
-fn tail(model: &Model, point: usize, key_index: usize) -> Option<Figure> {
+fn tail(model: &Model, point: usize, key_index: usize, page: &PageUnits) -> Option<Figure> {
     let curves = latency_cdf(model, point, key_index);
-    let (x, scale) = latency_axis(&curves)?;
+    let (x, scale) = latency_axis(&curves, page.latency)?;
     let count_max = (0..model.policies.len())
         .filter_map(|policy| model.cell(point, policy, key_index))
         .map(|cell| cell.clat.count())
@@ -321,7 +353,13 @@ enum Metric {
 }
 
 /// Bars of `metric`, grouped by point, one per policy in each group.
-fn bars(model: &Model, points: &[usize], key_index: usize, metric: Metric) -> Option<Figure> {
+fn bars(
+    model: &Model,
+    points: &[usize],
+    key_index: usize,
+    metric: Metric,
+    page: &PageUnits,
+) -> Option<Figure> {
     let value = |point: usize, policy: usize| {
         let cell = model.cell(point, policy, key_index)?;
         Some(match metric {
@@ -340,10 +378,10 @@ fn bars(model: &Model, points: &[usize], key_index: usize, metric: Metric) -> Op
         return None;
     }
     let (divisor, description) = match metric {
-        Metric::Bandwidth => {
-            let unit = units::rate_unit(max);
-            (unit.bytes, format!("bandwidth ({})", unit.symbol))
-        }
+        Metric::Bandwidth => (
+            page.bandwidth.bytes,
+            format!("bandwidth ({})", page.bandwidth.symbol),
+        ),
         _ => (1.0, "IOPS".to_string()),
     };
     // Each group is one unit wide; its bars share 80% of it, at most a quarter each.
@@ -418,7 +456,13 @@ fn sweep_positions(model: &Model, points: &[usize]) -> (Vec<f64>, bool) {
     }
 }
 
-fn sweep_line(model: &Model, points: &[usize], key_index: usize, metric: Metric) -> Option<Figure> {
+fn sweep_line(
+    model: &Model,
+    points: &[usize],
+    key_index: usize,
+    metric: Metric,
+    page: &PageUnits,
+) -> Option<Figure> {
     let (positions, log2) = sweep_positions(model, points);
     let value = |point: usize, policy: usize| {
         let cell = model.cell(point, policy, key_index)?;
@@ -446,7 +490,7 @@ fn sweep_line(model: &Model, points: &[usize], key_index: usize, metric: Metric)
         Metric::TailLatency => {
             let high = all().fold(0.0, f64::max);
             let low = all().fold(f64::INFINITY, f64::min);
-            let unit = units::time_unit(high);
+            let unit = page.tail;
             (
                 Axis::log(
                     format!("p99.99 completion latency ({}, log)", unit.symbol),
@@ -500,7 +544,7 @@ fn sweep_line(model: &Model, points: &[usize], key_index: usize, metric: Metric)
     })
 }
 
-fn timeline(model: &Model, point: usize, key_index: usize) -> Option<Figure> {
+fn timeline(model: &Model, point: usize, key_index: usize, page: &PageUnits) -> Option<Figure> {
     let cells: Vec<(usize, &crate::model::Cell)> = (0..model.policies.len())
         .filter_map(|policy| Some((policy, model.cell(point, policy, key_index)?)))
         .filter(|(_, cell)| !cell.bandwidth_windows.is_empty())
@@ -516,7 +560,7 @@ fn timeline(model: &Model, point: usize, key_index: usize) -> Option<Figure> {
         .iter()
         .map(|(_, c)| c.bandwidth_windows.len() as f64 * c.window as f64 / 1e9)
         .fold(0.0, f64::max);
-    let unit = units::rate_unit(high);
+    let unit = page.window_bandwidth;
     let series = cells
         .iter()
         .map(|&(policy, cell)| {

@@ -143,6 +143,11 @@ impl<'a> Model<'a> {
         self.cells.get(&(point, policy, key))
     }
 
+    /// Every cell, in no particular order.
+    pub fn all_cells(&self) -> impl Iterator<Item = &Cell> {
+        self.cells.values()
+    }
+
     /// The swept parameter's name, if the study sweeps one.
     pub fn sweep_name(&self) -> Option<&str> {
         self.study.sweep.as_ref().map(|s| s.name.as_str())

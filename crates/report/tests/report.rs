@@ -186,7 +186,7 @@ fn report_has_every_chart_table_row_and_verdict() {
     }
     // The swept axis is log2 because the depths are powers of two.
     assert!(html.contains("iodepth (log2 scale)"));
-    assert!(html.contains("completion latency (ms, log scale)"));
+    assert!(html.contains("completion latency (s, log scale)"));
     // One row per (depth, policy, job): the two writers are merged by group_reporting.
     let rows = DEPTHS.len() * POLICIES.len() * 2;
     assert_eq!(html.matches("<tr class=\"result\">").count(), rows);
@@ -391,4 +391,37 @@ fn chromium_check_fails_on_broken_pages() {
     let invisible = html.replace("<main>", "<main style=\"visibility:hidden\">");
     let (passed, said) = check("broken-blank", &invisible);
     assert!(!passed && said.contains("looks blank"), "{said}");
+}
+
+// Proves a quantity has one unit on the whole page: the reader's bandwidth (tens of KiB/s)
+// and the writers' (MiB/s) are drawn in the same unit, as are all latencies.
+#[test]
+fn one_unit_per_quantity() {
+    let html = page();
+    let units = |label: &str| {
+        let mut found: Vec<String> = html
+            .match_indices(label)
+            .map(|(at, _)| {
+                let rest = &html[at + label.len()..];
+                rest[..rest.find(')').unwrap()].to_string()
+            })
+            .collect();
+        found.sort();
+        found.dedup();
+        found
+    };
+    let bandwidth = units("\nbandwidth (");
+    assert!(
+        bandwidth.iter().all(|unit| unit.starts_with("MiB/s")),
+        "{bandwidth:?}"
+    );
+    // The writers' tail passes a second, so every latency axis is in seconds.
+    assert_eq!(
+        units("\ncompletion latency ("),
+        vec!["s, log scale".to_string()]
+    );
+    assert_eq!(
+        units("\np99.99 completion latency ("),
+        vec!["s, log".to_string()]
+    );
 }
