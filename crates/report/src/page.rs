@@ -95,6 +95,7 @@ fn header(model: &Model, html: &mut String) {
     let study = model.study;
     let _ = writeln!(html, "<header>\n<h1>{}</h1>", escape(&study.title));
     verdicts(model, html);
+    per_job(model, html);
     for paragraph in study.summary.split("\n\n") {
         let paragraph = paragraph.trim();
         if !paragraph.is_empty() {
@@ -144,6 +145,88 @@ fn header(model: &Model, html: &mut String) {
     }
     let _ = writeln!(html, "<dt>runs</dt><dd>{}</dd>", study.runs.len());
     html.push_str("</dl>\n</header>\n");
+}
+
+/// One line per job (at the last point with data): the policy under which its mean completion
+/// latency was lowest, and what the other jobs got under that policy against the most any
+/// policy gave them; so the page says who protected whom and at what cost.
+fn per_job(model: &Model, html: &mut String) {
+    let Some(point) = (0..model.points.len()).rev().find(|&point| {
+        (0..model.policies.len())
+            .any(|policy| (0..model.keys.len()).any(|key| model.cell(point, policy, key).is_some()))
+    }) else {
+        return;
+    };
+    if model.policies.len() < 2 {
+        return;
+    }
+    let mut lines = Vec::new();
+    for key in 0..model.keys.len() {
+        let best = (0..model.policies.len())
+            .filter_map(|policy| {
+                let cell = model.cell(point, policy, key)?;
+                (cell.clat.count() > 0).then(|| (policy, cell.clat.mean()))
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((best, mean)) = best else {
+            continue;
+        };
+        let worst = (0..model.policies.len())
+            .filter_map(|policy| model.cell(point, policy, key))
+            .filter(|cell| cell.clat.count() > 0)
+            .map(|cell| cell.clat.mean())
+            .fold(0.0, f64::max);
+        // The others' bandwidth under `best`, against the most each got under any policy.
+        let (mut got, mut most) = (0.0, 0.0);
+        for other in (0..model.keys.len()).filter(|&other| other != key) {
+            let bandwidth = |policy| {
+                model
+                    .cell(point, policy, other)
+                    .map_or(0.0, |c| c.bandwidth)
+            };
+            got += bandwidth(best);
+            most += (0..model.policies.len()).map(bandwidth).fold(0.0, f64::max);
+        }
+        let cost = if most > 0.0 {
+            format!(
+                "; the other jobs got {} there, {:.0}% of the most any policy gave them",
+                crate::units::bandwidth(got),
+                100.0 * got / most
+            )
+        } else {
+            String::new()
+        };
+        lines.push(format!(
+            "<li><b>{}</b>: fastest under <span class=\"policy\">{}</span> (mean {}; {} under \
+             the slowest){}</li>",
+            escape(&model.keys[key].label()),
+            crate::table::policy_name(model, best),
+            escape(&crate::units::latency(mean)),
+            escape(&crate::units::latency(worst)),
+            escape(&cost)
+        ));
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        html,
+        "<section id=\"per-job\">\n<p class=\"per-job-lead\">Each job, by its mean completion \
+         latency{}:</p>\n<ul class=\"per-job\">\n{}\n</ul>\n</section>",
+        escape(&model_point_text(model, point)),
+        lines.join("\n")
+    );
+}
+
+/// ` at iodepth=16` for a sweep point (empty without a sweep).
+fn model_point_text(model: &Model, point: usize) -> String {
+    match (
+        model.sweep_name(),
+        model.points.get(point).and_then(|p| p.as_deref()),
+    ) {
+        (Some(name), Some(value)) => format!(" at {name}={value}"),
+        _ => String::new(),
+    }
 }
 
 fn verdicts(model: &Model, html: &mut String) {

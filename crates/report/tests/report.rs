@@ -177,6 +177,13 @@ fn report_has_every_chart_table_row_and_verdict() {
         assert!(html.contains(title), "no chart titled {title:?}");
     }
     assert!(html.contains(reader_read) && html.contains(writers_write));
+    // The per-job summary at the top: the policy each job was fastest under, and the cost.
+    assert!(html.contains("<ul class=\"per-job\">"));
+    assert!(
+        html.contains("<li><b>reader (read)</b>: fastest under"),
+        "no reader summary"
+    );
+    assert!(html.contains("of the most any policy gave them"));
     // Every chart has a legend entry and a series group per policy.
     for policy in POLICIES {
         let legend = format!("\n{policy}\n</text>");
