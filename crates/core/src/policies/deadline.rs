@@ -330,9 +330,9 @@ impl Policy for Deadline {
         &mut self,
         request: Request,
         limits: MergeLimits,
-        _now: Nanos,
+        now: Nanos,
     ) -> Result<(), Request> {
-        self.merge_request(request, limits, _now)
+        self.merge_request(request, limits, now)
     }
 
     fn insert(&mut self, request: Request, now: Nanos) {
@@ -343,8 +343,8 @@ impl Policy for Deadline {
         self.dispatch_next(now)
     }
 
-    fn completed(&mut self, request: &Request, _now: Nanos) {
-        self.request_completed(request, _now)
+    fn completed(&mut self, request: &Request, now: Nanos) {
+        self.request_completed(request, now)
     }
 
     fn requeue(&mut self, request: Request, _now: Nanos) {

@@ -384,9 +384,9 @@ impl Policy for Latency {
         &mut self,
         request: Request,
         limits: MergeLimits,
-        _now: Nanos,
+        now: Nanos,
     ) -> Result<(), Request> {
-        self.merge_request(request, limits, _now)
+        self.merge_request(request, limits, now)
     }
 
     fn insert(&mut self, request: Request, now: Nanos) {

@@ -285,7 +285,7 @@ impl Hdd {
             // A command that has waited the hard deadline (a queued one, or a write or flush
             // waiting on destages) stops even the read-ahead a stream was promised: a stream
             // whose reads keep hitting must not hold the mechanism past the deadline.
-            let overdue = self.due_at().is_some_and(|due| due <= now);
+            let overdue = self.is_due(now);
             // A high-priority command (NCQ priority) stops even the read-ahead a stream was
             // promised; others wait for it.
             let guard = self.selection.cdl_guard;
@@ -374,7 +374,7 @@ impl Hdd {
                 choices.push(Choice::Destage(first));
             }
         }
-        let due = self.due_at().is_some_and(|at| at <= now);
+        let due = self.is_due(now);
         let chosen = self.selection.choose(&candidates, now, due);
         if let Some(index) = chosen {
             if due || now.saturating_sub(candidates[index].accepted) >= self.selection.deadline {
@@ -746,7 +746,7 @@ impl Hdd {
         waiting.clear();
         waiting.extend(self.queued.iter().map(|&slot| {
             let command = self.command(slot);
-            (command.accepted, self.service_bound(command.end - command.first))
+            (command.accepted, command.bound)
         }));
         waiting.extend(
             self.waiting_for_room
@@ -766,6 +766,34 @@ impl Hdd {
         }
         *self.scratch_due.borrow_mut() = waiting;
         due
+    }
+
+    /// Whether [`Hdd::due_at`] has come by `now`. It is decided first from a bound that needs
+    /// no sorting: no command can be due before the oldest one's deadline minus the bounds of
+    /// all of them, which under ordinary load is seconds away; only past it is the exact time
+    /// worked out. This runs at every decision of the mechanism.
+    pub(super) fn is_due(&self, now: Nanos) -> bool {
+        let destage = self.service_bound(self.destage_max_sectors);
+        let mut oldest = Nanos::MAX;
+        let mut all: Nanos = 0;
+        for &slot in &self.queued {
+            let command = self.command(slot);
+            oldest = oldest.min(command.accepted);
+            all = all.saturating_add(command.bound);
+        }
+        for &slot in self.waiting_for_room.iter().chain(self.flushes.iter()) {
+            oldest = oldest.min(self.command(slot).accepted);
+            all = all.saturating_add(destage);
+        }
+        if oldest == Nanos::MAX
+            || oldest
+                .saturating_add(self.selection.deadline)
+                .saturating_sub(all)
+                > now
+        {
+            return false;
+        }
+        self.due_at().is_some_and(|at| at <= now)
     }
 
     /// The acceptance time of the oldest write waiting for room or flush waiting for destages.

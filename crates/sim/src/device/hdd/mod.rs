@@ -199,6 +199,8 @@ struct Command {
     limits: Option<Limits>,
     /// Aborted by a duration limit: it completes with ETIME.
     aborted: bool,
+    /// The longest its own media access may take ([`Hdd::service_bound`]), ns.
+    bound: Nanos,
 }
 
 /// Counters reported by [`Device::counters`].
@@ -547,6 +549,7 @@ impl Device for Hdd {
             state: State::Completing,
             limits,
             aborted: false,
+            bound: self.service_bound(end - first),
         });
         self.in_flight += 1;
         match op {
