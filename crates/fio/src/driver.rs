@@ -237,6 +237,10 @@ impl JobState {
             } else {
                 (None, at - io.created)
             };
+            // Waiting when the runtime ended: counted apart, so that a starved job shows.
+            if let Some(end) = self.deadline.filter(|&end| io.created < end && at > end) {
+                self.result.dirs[io.dir as usize].count_queued_at_end(end - io.created);
+            }
             self.result.record_io(
                 io.dir,
                 io.bytes,

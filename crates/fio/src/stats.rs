@@ -285,6 +285,11 @@ pub struct DirStats {
     pub short_ios: u64,
     /// I/Os dropped.
     pub drop_ios: u64,
+    /// I/Os still queued or in the device when the runtime ended (counted in `total_ios`
+    /// when they completed after it, as fio waits for them).
+    pub queued_at_end: u64,
+    /// How long the oldest of them had waited when the runtime ended.
+    pub oldest_queued_at_end: Nanos,
     /// Submission latency: from the I/O's creation until the scheduler took it. Only async
     /// engines report it, as fio does; for sync engines that wait is part of `clat`.
     pub slat: Latency,
@@ -306,6 +311,8 @@ impl DirStats {
             total_ios: 0,
             short_ios: 0,
             drop_ios: 0,
+            queued_at_end: 0,
+            oldest_queued_at_end: 0,
             slat: Latency::new(),
             clat: Latency::new(),
             lat: Latency::new(),
@@ -342,12 +349,32 @@ impl DirStats {
         self.series.record(since_start, bytes);
     }
 
+    /// Counts an I/O that was still waiting when the runtime ended, `waited` after it was
+    /// issued.
+    pub fn count_queued_at_end(&mut self, waited: Nanos) {
+        self.queued_at_end += 1;
+        self.oldest_queued_at_end = self.oldest_queued_at_end.max(waited);
+    }
+
+    /// I/Os that completed within the runtime.
+    pub fn completed_in_runtime(&self) -> u64 {
+        self.total_ios.saturating_sub(self.queued_at_end)
+    }
+
+    /// Whether the direction was starved: it had I/O waiting when the runtime ended and none
+    /// completed within it.
+    pub fn starved(&self) -> bool {
+        self.queued_at_end > 0 && self.completed_in_runtime() == 0
+    }
+
     /// Adds `other` into this (group reporting).
     pub fn merge(&mut self, other: &DirStats) {
         self.io_bytes += other.io_bytes;
         self.total_ios += other.total_ios;
         self.short_ios += other.short_ios;
         self.drop_ios += other.drop_ios;
+        self.queued_at_end += other.queued_at_end;
+        self.oldest_queued_at_end = self.oldest_queued_at_end.max(other.oldest_queued_at_end);
         self.slat.merge(&other.slat);
         self.clat.merge(&other.clat);
         self.lat.merge(&other.lat);

@@ -7,25 +7,35 @@ use iosched_report::study::Study;
 use serde_json::{json, Value};
 
 /// The study as JSON: title, seed, device, settings, policies, sweep, verdicts, and the runs,
-/// each with its per-job figures and its fio JSON.
+/// each with its per-job figures and its fio JSON. Every run lists every job and direction
+/// any run had I/O in; latencies are null where there were no samples, and `starved` holds
+/// the mark of [`figures::starvation`] (null when the job was served).
 pub fn study_json(study: &Study) -> Value {
+    let keys = figures::study_keys(study);
     let runs: Vec<Value> = study
         .runs
         .iter()
         .map(|run| {
-            let jobs: Vec<Value> = figures::all_figures(&run.report)
+            let jobs: Vec<Value> = rows(&run.report, &keys)
                 .iter()
                 .map(|f| {
+                    let clat = &f.stats.clat;
+                    // No samples: null, not 0.
+                    let latency = |nanos: f64| (clat.count() > 0).then_some(nanos);
                     json!({
                         "job": f.job,
                         "dir": f.dir.name(),
                         "clones": f.clones,
                         "iops": f.iops(),
                         "bw_bytes": f.bandwidth(),
-                        "clat_mean_ns": f.stats.clat.mean(),
-                        "clat_p99_ns": f.stats.clat.percentile(99.0),
-                        "clat_p99_99_ns": f.stats.clat.percentile(99.99),
-                        "clat_max_ns": f.stats.clat.max(),
+                        "clat_mean_ns": latency(clat.mean()),
+                        "clat_p99_ns": latency(clat.percentile(99.0) as f64),
+                        "clat_p99_99_ns": latency(clat.percentile(99.99) as f64),
+                        "clat_max_ns": latency(clat.max() as f64),
+                        "ios": f.stats.total_ios,
+                        "queued_at_end": f.stats.queued_at_end,
+                        "oldest_queued_at_end_ns": f.stats.oldest_queued_at_end,
+                        "starved": figures::starvation(&f.stats),
                     })
                 })
                 .collect();
@@ -56,16 +66,38 @@ pub fn study_json(study: &Study) -> Value {
     })
 }
 
+/// The figures of `report` for each of `keys` whose job it ran.
+fn rows(
+    report: &iosched_fio::RunReport,
+    keys: &[(String, iosched_fio::DataDir)],
+) -> Vec<figures::JobFigures> {
+    keys.iter()
+        .filter_map(|(job, dir)| figures::job_figures(report, job, Some(*dir)))
+        .collect()
+}
+
 /// The columns of [`study_csv`].
 pub const CSV_HEADER: &str = "policy,point,job,dir,clones,iops,bw_bytes,clat_mean_ns,clat_p99_ns,\
-                              clat_p99_99_ns,clat_max_ns,ios";
+                              clat_p99_99_ns,clat_max_ns,ios,queued_at_end,\
+                              oldest_queued_at_end_ns,starved";
 
-/// The study as CSV (RFC 4180): a header, then one row per run, job and direction with I/O.
+/// The study as CSV (RFC 4180): a header, then one row per run, job and direction that any
+/// run had I/O in; latencies are empty where there were no samples.
 pub fn study_csv(study: &Study) -> String {
     let mut out = String::from(CSV_HEADER);
     out.push('\n');
+    let keys = figures::study_keys(study);
     for run in &study.runs {
-        for f in figures::all_figures(&run.report) {
+        for f in rows(&run.report, &keys) {
+            let clat = &f.stats.clat;
+            // No samples: an empty field, not 0.
+            let latency = |nanos: String| {
+                if clat.count() > 0 {
+                    nanos
+                } else {
+                    String::new()
+                }
+            };
             let fields = [
                 field(&run.policy),
                 field(run.point.as_deref().unwrap_or("")),
@@ -74,11 +106,14 @@ pub fn study_csv(study: &Study) -> String {
                 f.clones.to_string(),
                 format!("{:.3}", f.iops()),
                 format!("{:.0}", f.bandwidth()),
-                format!("{:.0}", f.stats.clat.mean()),
-                f.stats.clat.percentile(99.0).to_string(),
-                f.stats.clat.percentile(99.99).to_string(),
-                f.stats.clat.max().to_string(),
+                latency(format!("{:.0}", clat.mean())),
+                latency(clat.percentile(99.0).to_string()),
+                latency(clat.percentile(99.99).to_string()),
+                latency(clat.max().to_string()),
                 f.stats.total_ios.to_string(),
+                f.stats.queued_at_end.to_string(),
+                f.stats.oldest_queued_at_end.to_string(),
+                figures::starvation(&f.stats).is_some().to_string(),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');

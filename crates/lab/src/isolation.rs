@@ -160,12 +160,15 @@ pub struct PolicyVerdict {
     pub background: f64,
     /// `background` as a share of the most any policy gave the other jobs (1 when none did I/O).
     pub background_share: f64,
+    /// Jobs the run starved (no I/O completed within the runtime), the foreground too if so.
+    pub starved: Vec<String>,
 }
 
 impl PolicyVerdict {
-    /// `protects reader: mean 9.1 ms, 1.3x alone (p99 31 ms); the rest 42 MB/s, 88% of the best`.
+    /// `protects reader: mean 9.1 ms, 1.3x alone (p99 31 ms); the rest 42 MB/s, 88% of the best`,
+    /// then `; starved: backup` when the run starved a job.
     pub fn line(&self, foreground: &str) -> String {
-        format!(
+        let mut line = format!(
             "{} {foreground}: mean {}, {:.1}x alone (p99 {}); the rest {}, {} of the best",
             self.word,
             duration(self.mean_ns),
@@ -173,7 +176,12 @@ impl PolicyVerdict {
             duration(self.p99_ns),
             rate(self.background),
             percent(self.background_share)
-        )
+        );
+        if !self.starved.is_empty() {
+            line.push_str("; starved: ");
+            line.push_str(&self.starved.join(", "));
+        }
+        line
     }
 }
 
@@ -221,7 +229,16 @@ pub fn judge(
                 bytes as f64 / (j.runtime as f64 / 1e9)
             })
             .sum();
-        let word = if slowdown <= PROTECTED_SLOWDOWN {
+        let mut starved: Vec<String> = Vec::new();
+        for figures in iosched_report::figures::all_figures(&run.report) {
+            let starving = iosched_report::figures::starvation(&figures.stats).is_some();
+            if starving && !starved.contains(&figures.job) {
+                starved.push(figures.job);
+            }
+        }
+        let word = if starved.contains(&foreground.job) {
+            "does not protect"
+        } else if slowdown <= PROTECTED_SLOWDOWN {
             "protects"
         } else if slowdown <= PARTLY_PROTECTED_SLOWDOWN {
             "partly protects"
@@ -236,6 +253,7 @@ pub fn judge(
             p99_ns: fg.stats.clat.percentile(99.0) as f64,
             background,
             background_share: 0.0,
+            starved,
         });
     }
     let best = verdicts.iter().map(|v| v.background).fold(0.0, f64::max);

@@ -215,19 +215,34 @@ fn key<'m>(model: &'m Model, key: usize) -> &'m Key {
     &model.keys[key]
 }
 
+/// Each policy's CDF steps for `key` at `point`; a run without samples (starved) has none
+/// but keeps its place, so that its legend entry stays.
 fn latency_cdf(model: &Model, point: usize, key: usize) -> Vec<(usize, Vec<(f64, f64)>)> {
     (0..model.policies.len())
         .filter_map(|policy| {
             let cell = model.cell(point, policy, key)?;
             let steps = cell.clat.cdf();
-            (!steps.is_empty()).then(|| {
-                (
-                    policy,
-                    steps.into_iter().map(|(v, f)| (v as f64, f)).collect(),
-                )
-            })
+            Some((
+                policy,
+                steps.into_iter().map(|(v, f)| (v as f64, f)).collect(),
+            ))
         })
         .collect()
+}
+
+/// The legend's name for `policy` over `points`: with `(starved)` when a run at any of them
+/// starved the job (its line or bar then shows little or nothing).
+fn legend(model: &Model, points: &[usize], policy: usize, key: usize) -> String {
+    let starved = points.iter().any(|&point| {
+        model
+            .cell(point, policy, key)
+            .is_some_and(|cell| cell.starved.is_some())
+    });
+    if starved {
+        format!("{} (starved)", model.policies[policy])
+    } else {
+        model.policies[policy].clone()
+    }
 }
 
 /// The latency axis for `curves` (values in ns), in `unit`.
@@ -271,9 +286,9 @@ fn staircase(steps: &[(f64, f64)], scale: f64, tail: bool) -> Vec<(f64, f64)> {
     points
 }
 
-fn policy_line(model: &Model, policy: usize, points: Vec<(f64, f64)>, markers: bool) -> Series {
+fn policy_line(name: String, policy: usize, points: Vec<(f64, f64)>, markers: bool) -> Series {
     Series {
-        name: model.policies[policy].clone(),
+        name,
         color: policy_color(policy),
         shape: Shape::Line { points, markers },
     }
@@ -284,7 +299,10 @@ fn cdf(model: &Model, point: usize, key_index: usize, page: &PageUnits) -> Optio
     let (x, scale) = latency_axis(&curves, page.latency)?;
     let series = curves
         .into_iter()
-        .map(|(policy, steps)| policy_line(model, policy, staircase(&steps, scale, false), false))
+        .map(|(policy, steps)| {
+            let name = legend(model, &[point], policy, key_index);
+            policy_line(name, policy, staircase(&steps, scale, false), false)
+        })
         .collect();
     Some(Figure {
         title: format!(
@@ -319,7 +337,10 @@ fn tail(model: &Model, point: usize, key_index: usize, page: &PageUnits) -> Opti
         .max()?;
     let series = curves
         .into_iter()
-        .map(|(policy, steps)| policy_line(model, policy, staircase(&steps, scale, true), false))
+        .map(|(policy, steps)| {
+            let name = legend(model, &[point], policy, key_index);
+            policy_line(name, policy, staircase(&steps, scale, true), false)
+        })
         .collect();
     Some(Figure {
         title: format!(
@@ -401,7 +422,7 @@ fn bars(
                 })
                 .collect();
             Series {
-                name: model.policies[policy].clone(),
+                name: legend(model, points, policy, key_index),
                 color: policy_color(policy),
                 shape: Shape::Bars(bars),
             }
@@ -471,7 +492,14 @@ fn sweep_line(
             _ => Some(cell.iops),
         }
     };
+    // Every policy that ran the job keeps its line and legend entry, also one with no value
+    // to draw (a starved run has no p99.99).
     let lines: Vec<(usize, Vec<(f64, f64)>)> = (0..model.policies.len())
+        .filter(|&policy| {
+            points
+                .iter()
+                .any(|&point| model.cell(point, policy, key_index).is_some())
+        })
         .map(|policy| {
             let line = points
                 .iter()
@@ -480,9 +508,8 @@ fn sweep_line(
                 .collect::<Vec<_>>();
             (policy, line)
         })
-        .filter(|(_, line)| !line.is_empty())
         .collect();
-    if lines.is_empty() {
+    if lines.iter().all(|(_, line)| line.is_empty()) {
         return None;
     }
     let all = || lines.iter().flat_map(|(_, l)| l.iter().map(|p| p.1));
@@ -509,7 +536,7 @@ fn sweep_line(
         .into_iter()
         .map(|(policy, line)| {
             let line = line.into_iter().map(|(x, v)| (x, v / scale)).collect();
-            policy_line(model, policy, line, true)
+            policy_line(legend(model, points, policy, key_index), policy, line, true)
         })
         .collect();
     let labels: Vec<(f64, String)> = points
@@ -545,11 +572,14 @@ fn sweep_line(
 }
 
 fn timeline(model: &Model, point: usize, key_index: usize, page: &PageUnits) -> Option<Figure> {
+    // A run with no complete window keeps its legend entry.
     let cells: Vec<(usize, &crate::model::Cell)> = (0..model.policies.len())
         .filter_map(|policy| Some((policy, model.cell(point, policy, key_index)?)))
-        .filter(|(_, cell)| !cell.bandwidth_windows.is_empty())
         .collect();
-    if cells.is_empty() {
+    if cells
+        .iter()
+        .all(|(_, cell)| cell.bandwidth_windows.is_empty())
+    {
         return None;
     }
     let high = cells
@@ -571,7 +601,12 @@ fn timeline(model: &Model, point: usize, key_index: usize, page: &PageUnits) -> 
                 .enumerate()
                 .map(|(i, &b)| ((i + 1) as f64 * seconds, b / unit.bytes))
                 .collect();
-            policy_line(model, policy, line, false)
+            policy_line(
+                legend(model, &[point], policy, key_index),
+                policy,
+                line,
+                false,
+            )
         })
         .collect();
     let window_ms = cells[0].1.window / 1_000_000;

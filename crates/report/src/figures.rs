@@ -133,13 +133,46 @@ pub fn all_figures(report: &RunReport) -> Vec<JobFigures> {
     for name in names {
         for dir in DataDir::ALL {
             if let Some(figures) = job_figures(report, name, Some(dir)) {
-                if figures.stats.total_ios > 0 {
+                if figures.stats.total_ios > 0 || figures.stats.queued_at_end > 0 {
                     out.push(figures);
                 }
             }
         }
     }
     out
+}
+
+/// The mark of a starved direction, or `None`: `starved: no I/O completed within the runtime
+/// (16 queued at its end, the oldest for 29.87s)`, or `starved: no I/O completed` when nothing
+/// completed even after it. A run's figures then come only from I/Os that completed after the
+/// runtime (fio waits for them), which must not pass for a slow but served job.
+pub fn starvation(stats: &DirStats) -> Option<String> {
+    if stats.total_ios == 0 {
+        return Some("starved: no I/O completed".into());
+    }
+    stats.starved().then(|| {
+        format!(
+            "starved: no I/O completed within the runtime ({} queued at its end, the oldest \
+             for {})",
+            stats.queued_at_end,
+            duration(stats.oldest_queued_at_end as f64)
+        )
+    })
+}
+
+/// Every (job name, direction) with I/O in any run of `study`, in order of first appearance:
+/// the rows a comparison shows for every run, so that a run that starved one keeps its row.
+pub fn study_keys(study: &crate::study::Study) -> Vec<(String, DataDir)> {
+    let mut keys: Vec<(String, DataDir)> = Vec::new();
+    for run in &study.runs {
+        for figures in all_figures(&run.report) {
+            let key = (figures.job, figures.dir);
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    keys
 }
 
 /// A duration in ns as a short human figure (us, ms or s).

@@ -20,9 +20,9 @@
 //! gives the same bytes.
 //!
 //! How it is built:
-//! 1. [`Model`] reads every run once: fio's reported entries (jobs of a group merged when the
-//!    job file sets `group_reporting`, by [`reported_jobs`]), and for each job and direction
-//!    with I/O the figures the page shows.
+//! 1. [`Model`] reads every run once: for each job name and direction that any run had I/O
+//!    in, the figures the page shows, a job's clones pooled as `compare`'s tables pool them
+//!    ([`figures::job_figures`]); a run that starved a job keeps its cell, marked.
 //! 2. [`charts`] decides which charts to draw from the model; [`plot`] draws them.
 //! 3. [`table`] writes the table of figures and the parameters; [`page`] puts it all together.
 //!

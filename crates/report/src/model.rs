@@ -1,17 +1,17 @@
 //! What the page draws, read once from the study: for each job and direction with I/O, the
 //! figures of every run.
 
+use crate::figures::{self, JobFigures};
 use crate::study::Study;
 use iosched_core::Nanos;
-use iosched_fio::output::group::{per_second, reported_jobs, ReportedJob};
 use iosched_fio::{DataDir, Latency};
 use std::collections::BTreeMap;
 
-/// One job and direction, as it is followed across runs: the job's name (with `#2`, `#3`...
-/// when several reported entries of a run share it) and the direction.
+/// One job and direction, as it is followed across runs: the job's name (its clones pooled)
+/// and the direction.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Key {
-    /// The job's name, made unique within a run.
+    /// The job's name.
     pub job: String,
     /// The data direction.
     pub dir: DataDir,
@@ -27,13 +27,13 @@ impl Key {
 /// What one run measured for one job and direction.
 #[derive(Clone, Debug)]
 pub struct Cell {
-    /// Jobs merged into the reported entry (more than one under `group_reporting`).
-    pub members: u32,
+    /// Job clones pooled under the name (`numjobs`, or jobs sharing a name).
+    pub members: usize,
     /// I/Os completed.
     pub ios: u64,
-    /// I/Os per second over the direction's runtime, as fio's `IOPS=`.
+    /// I/Os per second over the runtime.
     pub iops: f64,
-    /// Bytes per second over the direction's runtime, as fio's `BW=`.
+    /// Bytes per second over the runtime.
     pub bandwidth: f64,
     /// Completion latency distribution.
     pub clat: Latency,
@@ -41,20 +41,22 @@ pub struct Cell {
     pub bandwidth_windows: Vec<f64>,
     /// The time series' window.
     pub window: Nanos,
+    /// The run starved it: [`figures::starvation`]'s mark.
+    pub starved: Option<String>,
 }
 
 impl Cell {
-    fn new(entry: &ReportedJob, dir: DataDir) -> Cell {
-        let stats = entry.result.dir(dir);
-        let runtime_ms = entry.runtime_ms[dir as usize];
+    fn new(figures: &JobFigures) -> Cell {
+        let stats = &figures.stats;
         Cell {
-            members: entry.members,
+            members: figures.clones,
             ios: stats.total_ios,
-            iops: per_second(stats.total_ios, runtime_ms) as f64,
-            bandwidth: per_second(stats.io_bytes, runtime_ms) as f64,
+            iops: figures.iops(),
+            bandwidth: figures.bandwidth(),
             clat: stats.clat.clone(),
-            bandwidth_windows: stats.series.bandwidth_samples(entry.result.runtime),
+            bandwidth_windows: stats.series.bandwidth_samples(figures.runtime),
             window: stats.series.interval,
+            starved: figures::starvation(stats),
         }
     }
 }
@@ -89,42 +91,24 @@ impl<'a> Model<'a> {
                 points.push(run.point.clone());
             }
         }
-        let mut keys: Vec<Key> = Vec::new();
+        // Jobs are pooled by name, as the terminal's tables pool them (`numjobs` clones are
+        // one job), and every run gets a cell for every job it ran that any run had I/O in:
+        // a run that starved a job keeps its row, bar and legend entry.
+        let keys: Vec<Key> = figures::study_keys(study)
+            .into_iter()
+            .map(|(job, dir)| Key { job, dir })
+            .collect();
         let mut cells = BTreeMap::new();
         for (point_index, point) in points.iter().enumerate() {
             for (policy_index, policy) in policies.iter().enumerate() {
                 let Some(run) = study.run(policy, point.as_deref()) else {
                     continue;
                 };
-                let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-                let entries = reported_jobs(&run.report);
-                for entry in &entries {
-                    let count = seen.entry(entry.result.name.as_str()).or_insert(0);
-                    *count += 1;
-                    let job = if *count == 1 {
-                        entry.result.name.clone()
-                    } else {
-                        format!("{} #{count}", entry.result.name)
-                    };
-                    for dir in DataDir::ALL {
-                        if entry.result.dir(dir).total_ios == 0 {
-                            continue;
-                        }
-                        let key = Key {
-                            job: job.clone(),
-                            dir,
-                        };
-                        let key_index = match keys.iter().position(|k| *k == key) {
-                            Some(index) => index,
-                            None => {
-                                keys.push(key);
-                                keys.len() - 1
-                            }
-                        };
-                        cells.insert(
-                            (point_index, policy_index, key_index),
-                            Cell::new(entry, dir),
-                        );
+                for (key_index, key) in keys.iter().enumerate() {
+                    if let Some(figures) =
+                        figures::job_figures(&run.report, &key.job, Some(key.dir))
+                    {
+                        cells.insert((point_index, policy_index, key_index), Cell::new(&figures));
                     }
                 }
             }

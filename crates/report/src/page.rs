@@ -39,8 +39,10 @@ pub fn render(model: &Model) -> String {
     if model.has_data() {
         html.push_str(
             "<p>fio's figures for every run: IOPS and bandwidth over each job's runtime, and \
-             completion latency (clat, from submission to completion). Jobs of a group are one \
-             row when the job file sets <code>group_reporting</code>.</p>\n",
+             completion latency (clat, from submission to completion). A job's clones \
+             (<code>numjobs</code>) are one row, as in the terminal's tables; a run that \
+             starved a job (no I/O of it completed within the runtime) is marked \
+             <em>starved</em>.</p>\n",
         );
         html.push_str(&table::results(model));
     } else {
@@ -148,8 +150,9 @@ fn header(model: &Model, html: &mut String) {
 }
 
 /// One line per job (at the last point with data): the policy under which its mean completion
-/// latency was lowest, and what the other jobs got under that policy against the most any
-/// policy gave them; so the page says who protected whom and at what cost.
+/// latency was lowest, what the other jobs got under that policy against the most any policy
+/// gave them, and the policies that starved it; so the page says who protected whom and at
+/// what cost.
 fn per_job(model: &Model, html: &mut String) {
     let Some(point) = (0..model.points.len()).rev().find(|&point| {
         (0..model.policies.len())
@@ -165,10 +168,32 @@ fn per_job(model: &Model, html: &mut String) {
         let best = (0..model.policies.len())
             .filter_map(|policy| {
                 let cell = model.cell(point, policy, key)?;
-                (cell.clat.count() > 0).then(|| (policy, cell.clat.mean()))
+                (cell.clat.count() > 0 && cell.starved.is_none())
+                    .then(|| (policy, cell.clat.mean()))
             })
             .min_by(|a, b| a.1.total_cmp(&b.1));
+        let starved: Vec<String> = (0..model.policies.len())
+            .filter(|&policy| {
+                model
+                    .cell(point, policy, key)
+                    .is_some_and(|cell| cell.starved.is_some())
+            })
+            .map(|policy| crate::table::policy_name(model, policy))
+            .collect();
+        let starved_text = if starved.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; <span class=\"starved\">starved</span> under {} (no I/O completed within \
+                 the runtime)",
+                starved.join(", ")
+            )
+        };
         let Some((best, mean)) = best else {
+            lines.push(format!(
+                "<li><b>{}</b>: no I/O completed under any policy{starved_text}</li>",
+                escape(&model.keys[key].label())
+            ));
             continue;
         };
         let worst = (0..model.policies.len())
@@ -198,7 +223,7 @@ fn per_job(model: &Model, html: &mut String) {
         };
         lines.push(format!(
             "<li><b>{}</b>: fastest under <span class=\"policy\">{}</span> (mean {}; {} under \
-             the slowest){}</li>",
+             the slowest){}{starved_text}</li>",
             escape(&model.keys[key].label()),
             crate::table::policy_name(model, best),
             escape(&crate::units::latency(mean)),
@@ -353,6 +378,7 @@ table.results tbody { border-top: 2px solid #d0d7de; }
 table.results tbody:nth-of-type(even) { background: #fafbfc; }
 .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .note { font-weight: 400; color: #57606a; font-size: 13px; }
+.starved { font-weight: 600; color: #b42318; font-size: 12px; text-transform: uppercase; letter-spacing: 0.03em; }
 table.params td:last-child { color: #57606a; }
 details { margin: 12px 0; }
 summary { cursor: pointer; font-weight: 600; }

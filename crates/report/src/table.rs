@@ -7,7 +7,8 @@ use iosched_fio::Parameter;
 use std::fmt::Write as _;
 
 /// The table of figures: for each sweep point, job and direction with I/O, one row per policy
-/// with IOPS, bandwidth and completion latency (mean, p99, p99.99, max).
+/// with IOPS, bandwidth and completion latency (mean, p99, p99.99, max); a run that starved
+/// the job says so after the policy's name (the mark's full text in its title).
 pub fn results(model: &Model) -> String {
     let sweep = model.sweep_name();
     let mut html = String::from("<table class=\"results\">\n<thead><tr>");
@@ -38,10 +39,7 @@ pub fn results(model: &Model) -> String {
                         let _ = write!(html, "<th rowspan=\"{span}\">{}</th>", escape(value));
                     }
                     let merged = if first.members > 1 {
-                        format!(
-                            "<span class=\"note\"> ({} jobs, group_reporting)</span>",
-                            first.members
-                        )
+                        format!("<span class=\"note\"> ({} jobs)</span>", first.members)
                     } else {
                         String::new()
                     };
@@ -53,18 +51,33 @@ pub fn results(model: &Model) -> String {
                     );
                 }
                 let clat = &cell.clat;
+                // No samples: no latency to show, rather than 0.
+                let latency = |nanos: f64| {
+                    if clat.count() == 0 {
+                        "\u{2013}".to_string()
+                    } else {
+                        units::latency(nanos)
+                    }
+                };
+                let starved = match &cell.starved {
+                    Some(mark) => format!(
+                        " <span class=\"starved\" title=\"{}\">starved</span>",
+                        escape(mark)
+                    ),
+                    None => String::new(),
+                };
                 let _ = writeln!(
                     html,
-                    "<td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                    "<td>{}{starved}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
                      <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
                      <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                     policy_name(model, policy),
                     units::iops(cell.iops),
                     units::bandwidth(cell.bandwidth),
-                    units::latency(clat.mean()),
-                    units::latency(clat.percentile(99.0) as f64),
-                    units::latency(clat.percentile(99.99) as f64),
-                    units::latency(clat.max() as f64),
+                    latency(clat.mean()),
+                    latency(clat.percentile(99.0) as f64),
+                    latency(clat.percentile(99.99) as f64),
+                    latency(clat.max() as f64),
                     cell.ios
                 );
             }

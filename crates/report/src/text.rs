@@ -5,18 +5,11 @@ use crate::study::Study;
 use std::fmt::Write;
 
 /// For each job and direction: a row per run (policy, and sweep point) with IOPS, bandwidth,
-/// mean / p99 / p99.99 / max completion latency; then totals per run.
+/// mean / p99 / p99.99 / max completion latency, and a mark where the run starved it (see
+/// [`starvation`](crate::figures::starvation)); then totals per run.
 pub fn side_by_side(study: &Study) -> String {
     let mut out = String::new();
-    let mut keys: Vec<(String, iosched_fio::DataDir)> = Vec::new();
-    for run in &study.runs {
-        for figures in all_figures(&run.report) {
-            let key = (figures.job.clone(), figures.dir);
-            if !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
-    }
+    let keys = crate::figures::study_keys(study);
     let label = |policy: &str, point: Option<&str>| match (point, &study.sweep) {
         (Some(point), Some(sweep)) => format!("{policy} {}={point}", sweep.name),
         _ => policy.to_string(),
@@ -40,18 +33,30 @@ pub fn side_by_side(study: &Study) -> String {
                 continue;
             };
             let clat = &f.stats.clat;
-            writeln!(
+            // No samples: no latency to show, rather than 0.
+            let latency = |nanos: f64| {
+                if clat.count() == 0 {
+                    "-".to_string()
+                } else {
+                    duration(nanos)
+                }
+            };
+            write!(
                 out,
                 "  {:<width$} {:>10.1} {:>12} {:>10} {:>10} {:>10} {:>10}",
                 label(&run.policy, run.point.as_deref()),
                 f.iops(),
                 rate(f.bandwidth()),
-                duration(clat.mean()),
-                duration(clat.percentile(99.0) as f64),
-                duration(clat.percentile(99.99) as f64),
-                duration(clat.max() as f64),
+                latency(clat.mean()),
+                latency(clat.percentile(99.0) as f64),
+                latency(clat.percentile(99.99) as f64),
+                latency(clat.max() as f64),
             )
             .unwrap();
+            if let Some(mark) = crate::figures::starvation(&f.stats) {
+                write!(out, "  {mark}").unwrap();
+            }
+            out.push('\n');
         }
         out.push('\n');
     }

@@ -194,10 +194,10 @@ fn report_has_every_chart_table_row_and_verdict() {
     // The swept axis is log2 because the depths are powers of two.
     assert!(html.contains("iodepth (log2 scale)"));
     assert!(html.contains("completion latency (s, log scale)"));
-    // One row per (depth, policy, job): the two writers are merged by group_reporting.
+    // One row per (depth, policy, job): the two writers are one job, as the terminal pools them.
     let rows = DEPTHS.len() * POLICIES.len() * 2;
     assert_eq!(html.matches("<tr class=\"result\">").count(), rows);
-    assert!(html.contains("(2 jobs, group_reporting)"));
+    assert!(html.contains("(2 jobs)"));
     // Verdicts: the overall headline and one box per claim, coloured by outcome.
     // The second claim is made to fail; the first is a real one about the runs; the third
     // fails for a known reason and is shown as a gap, not a failure.
@@ -431,4 +431,60 @@ fn one_unit_per_quantity() {
         units("\np99.99 completion latency ("),
         vec!["s, log".to_string()]
     );
+}
+
+/// A busy best-effort reader beside an idle-class reader for 3 s: mq-deadline serves the
+/// idle class only once it has aged prio_aging_expire (10 s), so none of its I/O completes
+/// within the runtime; bfq serves it after BFQ_CL_IDLE_TIMEOUT (200 ms).
+const STARVING: &str = include_str!("../../../examples/idle-class-starvation.fio");
+
+// Proves a starved job keeps its row, bars and legend entries, marked as starved, and the
+// summary names the policy that starved it.
+#[test]
+fn a_starved_job_is_shown_not_dropped() {
+    let policies = ["bfq", "deadline"];
+    // The default disk: its 32 NCQ slots and the scheduler's queue hold all of the busy
+    // reader's I/O, so a policy that never serves the idle class can starve it.
+    let file = parse_str(STARVING, "starving.fio", Path::new("."), &|_| None).expect("parses");
+    let runs: Vec<StudyRun> = policies
+        .iter()
+        .map(|&policy| {
+            let config = SimConfig {
+                seed: SEED,
+                policy: policy.into(),
+                ..SimConfig::default()
+            };
+            StudyRun {
+                policy: policy.into(),
+                point: None,
+                report: run(&config, &file).expect("simulation finishes"),
+            }
+        })
+        .collect();
+    let idle = |run: &StudyRun| {
+        let figures = iosched_report::figures::job_figures(&run.report, "idle", None).unwrap();
+        iosched_report::figures::starvation(&figures.stats)
+    };
+    assert_eq!(idle(&runs[0]), None, "bfq serves the idle class");
+    let mark = idle(&runs[1]).expect("deadline starves the idle class");
+    assert!(
+        mark.contains("no I/O completed within the runtime"),
+        "{mark}"
+    );
+    let study = small_study("starved", &policies, None, runs);
+    // The terminal's table marks the row rather than showing a slow job.
+    let table = iosched_report::text::side_by_side(&study);
+    let marked: Vec<&str> = table.lines().filter(|l| l.contains("starved:")).collect();
+    assert_eq!(marked.len(), 1, "{table}");
+    assert!(marked[0].trim_start().starts_with("deadline"), "{table}");
+    let html = iosched_report::html(&study);
+    // Every (policy, job) has its row; the starved one is marked.
+    assert_eq!(html.matches("<tr class=\"result\">").count(), 4);
+    assert_eq!(html.matches("<span class=\"starved\" title=").count(), 1);
+    // The idle job's CDF, tail, bandwidth, IOPS and timeline charts keep deadline's legend
+    // entry, named as starved; the busy job's charts name it plainly.
+    assert_eq!(html.matches("\ndeadline (starved)\n</text>").count(), 5);
+    assert_eq!(html.matches("\ndeadline\n</text>").count(), 5);
+    assert!(html.contains("<li><b>idle (read)</b>: fastest under"));
+    assert!(html.contains("<span class=\"starved\">starved</span> under"));
 }

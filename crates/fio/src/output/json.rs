@@ -31,6 +31,11 @@
 //! - One extra top-level object, `"iosched"`, after `disk_util`: engine, seed, policy,
 //!   tunables, device and its parameters and counters, notes, and the run's duration.
 //! - Strings are escaped completely (fio escapes only `"` and `\`).
+//! - A job whose I/Os were still waiting when its runtime ended has an `"iosched"` object
+//!   after fio's keys: `queued_at_end` and `oldest_queued_at_end_ns` by direction, and
+//!   `no_io_completed`, the directions none of whose I/Os completed within the runtime. fio
+//!   waits for such I/Os and counts them, and so do we; the note keeps a starved job from
+//!   passing for a slow one.
 
 use crate::job::DataDir;
 use crate::output::format::{percentile_key, runtime_ms_floor, sorted_percentiles};
@@ -397,7 +402,42 @@ fn job_json(entry: &ReportedJob, group: &GroupRun, elapsed_s: u64, bins: bool) -
     object.insert("latency_target".into(), 0.into());
     object.insert("latency_percentile".into(), float(100.0));
     object.insert("latency_window".into(), 0.into());
+    if let Some(note) = job_note(job) {
+        object.insert("iosched".into(), note);
+    }
     Value::Object(object)
+}
+
+/// The job's `"iosched"` note, after fio's keys, when there is something fio's schema has no
+/// place for: I/Os still waiting when the runtime ended (`queued_at_end`, and how long the
+/// oldest had waited), and the directions none of whose I/Os completed within the runtime
+/// (`no_io_completed`: their statistics hold only what completed after it, or nothing).
+fn job_note(job: &crate::stats::JobResult) -> Option<Value> {
+    let queued = job.dirs.iter().any(|d| d.queued_at_end > 0);
+    let starved: Vec<Value> = DataDir::ALL
+        .into_iter()
+        .filter(|&dir| job.dir(dir).starved())
+        .map(|dir| dir.name().into())
+        .collect();
+    if !queued && starved.is_empty() {
+        return None;
+    }
+    let by_dir = |value: &dyn Fn(&crate::stats::DirStats) -> u64| -> Value {
+        Value::Object(
+            DataDir::ALL
+                .into_iter()
+                .map(|dir| (dir.name().to_string(), value(job.dir(dir)).into()))
+                .collect(),
+        )
+    };
+    let mut note = Map::new();
+    note.insert("no_io_completed".into(), Value::Array(starved));
+    note.insert("queued_at_end".into(), by_dir(&|d| d.queued_at_end));
+    note.insert(
+        "oldest_queued_at_end_ns".into(),
+        by_dir(&|d| d.oldest_queued_at_end),
+    );
+    Some(Value::Object(note))
 }
 
 /// I/Os per submit (and per reap) call, by fio's buckets 0, 1-4, 5-8, ...: our engines move

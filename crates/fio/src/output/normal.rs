@@ -12,6 +12,11 @@
 //! - Per-priority lines are sorted by priority (unset first, then RT, BE, IDLE).
 //! - An "iosched:" section after "Disk stats" lists tunables, device parameters and counters,
 //!   and the notes on options without effect.
+//! - Starvation shows. A job's I/Os still waiting when its runtime ended are counted, as fio
+//!   waits for them, and also listed after `issued rwts` as `queued at end: R,W,T (oldest
+//!   R,W,T msec)`; a direction none of whose I/Os completed within the runtime says "no I/O
+//!   completed within the runtime" under its IOPS line, and a job all of whose I/Os failed
+//!   says "no I/O completed" (fio prints its header alone).
 
 use crate::job::DataDir;
 use crate::output::format::{
@@ -80,8 +85,8 @@ pub fn normal(report: &RunReport) -> String {
 fn job_status(out: &mut String, entry: &ReportedJob, group: &GroupRun, started_ms: u64) {
     let job = &entry.result;
     let io_bytes: u64 = job.dirs.iter().map(|d| d.io_bytes).sum();
-    if io_bytes == 0 && entry.total_ios() == 0 {
-        // fio prints nothing for a job that did no I/O.
+    if io_bytes == 0 && entry.total_ios() == 0 && job.error == 0 && job.total_err == 0 {
+        // fio prints nothing for a job that issued no I/O.
         return;
     }
     write!(
@@ -101,6 +106,10 @@ fn job_status(out: &mut String, entry: &ReportedJob, group: &GroupRun, started_m
         if job.dir(dir).io_bytes > 0 {
             dir_status(out, entry, dir, group, &percentile_list, precision);
         }
+    }
+    if io_bytes == 0 {
+        // Every I/O it issued failed: said, rather than a job with no lines.
+        out.push_str("  no I/O completed\n");
     }
 
     let latency = entry.latency_percentages();
@@ -147,6 +156,19 @@ fn job_status(out: &mut String, entry: &ReportedJob, group: &GroupRun, started_m
         trim.drop_ios
     )
     .unwrap();
+    if job.dirs.iter().any(|d| d.queued_at_end > 0) {
+        writeln!(
+            out,
+            "     queued at end: {},{},{} (oldest {},{},{} msec)",
+            read.queued_at_end,
+            write.queued_at_end,
+            trim.queued_at_end,
+            read.oldest_queued_at_end / 1_000_000,
+            write.oldest_queued_at_end / 1_000_000,
+            trim.oldest_queued_at_end / 1_000_000
+        )
+        .unwrap();
+    }
     if job.counts_errors {
         writeln!(
             out,
@@ -212,6 +234,16 @@ fn dir_status(
         num2str(stats.io_bytes, SIGNIFICANT_FIGURES, 1, true, Unit::Byte),
     )
     .unwrap();
+    if stats.starved() {
+        writeln!(
+            out,
+            "    no I/O completed within the runtime: {} queued at its end, the oldest for \
+             {}msec; counted here when they completed, after it",
+            stats.queued_at_end,
+            stats.oldest_queued_at_end / 1_000_000
+        )
+        .unwrap();
+    }
 
     if stats.slat.count() > 0 {
         summary_line(out, "slat", &stats.slat);
