@@ -76,6 +76,9 @@ pub struct ElevatorStats {
     pub requeued: u64,
     /// Times a request was turned away because `nr_requests` were in use.
     pub full: u64,
+    /// Times the policy turned a request away with room in the queue
+    /// ([`Policy::may_allocate`], Linux's `limit_depth`).
+    pub limited: u64,
     /// Requests a stage above the policy held back.
     pub held: u64,
 }
@@ -214,7 +217,17 @@ impl Elevator {
                 }
             },
         };
-        self.enter(request, now)
+        match self.enter(request, now) {
+            // Past the stage, a request the policy turns away (`may_allocate`) waits with the
+            // released ones: the stage has counted it and must not see it again.
+            Err(request) if self.stage.is_some() => {
+                self.stats.submitted += 1;
+                self.stats.held += 1;
+                self.released.push_back(request);
+                Ok(Admitted::Held)
+            }
+            entered => entered,
+        }
     }
 
     /// A request past the stage: merged, or queued if there is room.
@@ -233,6 +246,11 @@ impl Elevator {
         };
         if !self.has_room_for(request.group) {
             self.stats.full += 1;
+            return Err(request);
+        }
+        let in_use = self.queued() + self.in_flight;
+        if !self.policy.may_allocate(&request, in_use, self.nr_requests) {
+            self.stats.limited += 1;
             return Err(request);
         }
         self.stats.submitted += 1;
@@ -431,6 +449,103 @@ impl Elevator {
         self.policy.tunable(name)
     }
 }
+/// Submitters waiting for a scheduler request, in the order they came: blk-mq's tag wait
+/// queues, which both engines keep in front of the [`Elevator`].
+///
+/// A waiter goes in as soon as the elevator takes it: in order, each submitter (flow) behind
+/// its own earlier requests, and, with `nr_group_requests` set, each cgroup behind its own.
+/// One turned away for its kind ([`Policy::may_allocate`]: bfq's async writes past half the
+/// requests) does not hold back others the policy keeps requests for (sync reads), as a task
+/// blocked in `blk_mq_get_tag` does not hold back another's allocation. When the queue is
+/// full, nobody passes anybody: the first one turned away ends the pass. The queue holds no
+/// more than the engines' submitters have in flight, which their job depths bound.
+#[derive(Debug, Default)]
+pub struct Waiters {
+    queue: VecDeque<Request>,
+}
+
+impl Waiters {
+    /// Nobody waiting.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Submitters waiting.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Whether nobody waits.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Queues `request` behind the waiters; [`Waiters::admit`] offers it.
+    pub fn push(&mut self, request: Request) {
+        self.queue.push_back(request);
+    }
+
+    /// Offers `request` to `elevator` at `now`: at once when nobody waits (`admitted` hears
+    /// of it if it is taken in), else behind the waiters, then every waiter the elevator takes
+    /// now goes in ([`Waiters::admit`]).
+    pub fn submit(
+        &mut self,
+        mut request: Request,
+        elevator: &mut Elevator,
+        now: Nanos,
+        mut admitted: impl FnMut(crate::request::RequestId, crate::request::Direction, Admitted),
+    ) {
+        if !self.queue.is_empty() {
+            self.queue.push_back(request);
+            self.admit(elevator, now, admitted);
+            return;
+        }
+        request.arrival = now;
+        let (id, direction) = (request.id, request.direction());
+        match elevator.submit(request, now) {
+            Ok(how) => admitted(id, direction, how),
+            Err(request) => self.queue.push_back(request),
+        }
+    }
+
+    /// Offers the waiters to `elevator` at `now`, in order, under the rules above. `admitted`
+    /// hears of each one taken in (its id and direction, and how), for the engine's books.
+    pub fn admit(
+        &mut self,
+        elevator: &mut Elevator,
+        now: Nanos,
+        mut admitted: impl FnMut(crate::request::RequestId, crate::request::Direction, Admitted),
+    ) {
+        let group_limits = elevator.nr_group_requests > 0;
+        let mut stuck_flows: Vec<crate::request::FlowId> = Vec::new();
+        let mut stuck_groups: Vec<crate::group::GroupId> = Vec::new();
+        let mut full = false;
+        for _ in 0..self.queue.len() {
+            let mut request = self.queue.pop_front().expect("counted");
+            if full
+                || stuck_flows.contains(&request.flow)
+                || (group_limits && stuck_groups.contains(&request.group))
+            {
+                self.queue.push_back(request);
+                continue;
+            }
+            request.arrival = now;
+            let (id, direction) = (request.id, request.direction());
+            match elevator.submit(request, now) {
+                Ok(how) => admitted(id, direction, how),
+                Err(request) => {
+                    full = !elevator.has_room();
+                    stuck_flows.push(request.flow);
+                    if group_limits {
+                        stuck_groups.push(request.group);
+                    }
+                    self.queue.push_back(request);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,7 +40,7 @@ pub mod testing;
 pub mod time;
 pub mod tunable;
 
-pub use elevator::{Admitted, Elevator, ElevatorStats};
+pub use elevator::{Admitted, Elevator, ElevatorStats, Waiters};
 pub use group::{GroupId, GroupSettings, Groups, IoMax, PrioClassPolicy};
 pub use ioprio::{IoPrio, IoPrioClass};
 pub use policy::{Dispatch, Policy};

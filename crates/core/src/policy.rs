@@ -74,6 +74,16 @@ pub trait Policy: Send {
         self.insert(request, now);
     }
 
+    /// Whether `request` may take a scheduler request now, with `in_use` of the queue's
+    /// `nr_requests` taken (queued or in the device): Linux's `limit_depth` hook, which keeps
+    /// some of the requests for the I/O a policy favours (bfq keeps a quarter for sync reads,
+    /// and each queue to its weight's share). Asked only with room in the queue; flushes
+    /// never ask, as `limit_depth` is not called for them. The default takes any.
+    fn may_allocate(&self, request: &Request, in_use: usize, nr_requests: u32) -> bool {
+        let _ = (request, in_use, nr_requests);
+        true
+    }
+
     /// Number of requests queued (not yet dispatched).
     fn queued(&self) -> usize;
 

@@ -129,7 +129,8 @@ pub fn tunable_parameters(elevator: &Elevator) -> Vec<Parameter> {
 }
 
 /// The elevator's counters as report counters (`scheduler_inserted`, `_merged`,
-/// `_dispatched`, `_full_waits`), then the policy's own ([`Policy::counters`]).
+/// `_dispatched`, `_full_waits`, `_depth_limited`), then the policy's own
+/// ([`Policy::counters`]).
 ///
 /// [`Policy::counters`]: iosched_core::Policy::counters
 pub fn scheduler_counters(elevator: &Elevator) -> Vec<(String, f64)> {
@@ -139,6 +140,7 @@ pub fn scheduler_counters(elevator: &Elevator) -> Vec<(String, f64)> {
         ("scheduler_merged".to_string(), stats.merged as f64),
         ("scheduler_dispatched".to_string(), stats.dispatched as f64),
         ("scheduler_full_waits".to_string(), stats.full as f64),
+        ("scheduler_depth_limited".to_string(), stats.limited as f64),
     ];
     counters.extend(
         elevator

@@ -24,13 +24,12 @@ use crate::SimError;
 use iosched_core::tunable::{TunableSpec, Unit};
 use iosched_core::{
     limits, policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, IoPrio,
-    Nanos, Op, Request, RequestId,
+    Nanos, Op, Request, RequestId, Waiters,
 };
 use iosched_fio::driver::{self, Issued, JobState, Phase, Timer};
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
 use iosched_fio::{BlockSize, DataDir, DiskAccounting, JobFile, JobSpec, Parameter, RunReport};
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -139,8 +138,9 @@ pub struct Simulation {
     jobs: Vec<JobState>,
     own: Vec<SimJob>,
     ios: FxHashMap<u64, Io>,
-    /// Requests waiting for a free scheduler request (`nr_requests`), first come first served.
-    blocked: VecDeque<Request>,
+    /// Submitters waiting for a free scheduler request (`nr_requests`, or the policy's
+    /// `limit_depth`).
+    blocked: Waiters,
     next_request_id: u64,
     device_wake: Option<Nanos>,
     device_generation: u64,
@@ -277,7 +277,7 @@ impl Simulation {
             jobs,
             own,
             ios: FxHashMap::default(),
-            blocked: VecDeque::new(),
+            blocked: Waiters::new(),
             next_request_id: 0,
             device_wake: None,
             device_generation: 0,
@@ -522,62 +522,28 @@ impl Simulation {
         self.submit(request);
     }
 
-    /// Offers a request to the elevator, or queues the submitter behind those already waiting.
+    /// Offers a request to the elevator, behind the submitters already waiting
+    /// ([`Waiters`]: each in order, none passing another when the queue is full).
     fn submit(&mut self, request: Request) {
-        // Behind any submitter of its group already waiting (all of them, without per-group
-        // limits: then only the queue's room matters).
-        if self.blocked.iter().any(|r| r.group == request.group)
-            || (!self.blocked.is_empty() && self.elevator.get("nr_group_requests") == Ok(0))
-        {
-            self.blocked.push_back(request);
-            return;
-        }
-        if let Err(request) = self.try_admit(request) {
-            self.blocked.push_back(request);
-        }
+        let (ios, disk) = (&mut self.ios, &mut self.disk);
+        let now = self.now;
+        self.blocked
+            .submit(request, &mut self.elevator, now, |id, direction, how| {
+                admitted(ios, disk, now, id, direction, how)
+            });
     }
 
-    fn try_admit(&mut self, mut request: Request) -> Result<(), Request> {
-        request.arrival = self.now;
-        let id = request.id.0;
-        let dir = request.direction();
-        let admitted = self.elevator.submit(request, self.now)?;
-        if admitted == Admitted::Merged {
-            self.disk.merged(dir);
-        }
-        self.ios
-            .get_mut(&id)
-            .expect("issued I/O is tracked")
-            .issued
-            .admitted = self.now;
-        Ok(())
-    }
-
+    /// Admits the waiting submitters the elevator takes now.
     fn admit_blocked(&mut self) {
-        if self.elevator.get("nr_group_requests") == Ok(0) {
-            while let Some(request) = self.blocked.pop_front() {
-                if let Err(request) = self.try_admit(request) {
-                    self.blocked.push_front(request);
-                    return;
-                }
-            }
+        if self.blocked.is_empty() {
             return;
         }
-        // Per-group limits: each group's waiting submitters in order, a full group not
-        // holding back the others.
-        let mut full: Vec<GroupId> = Vec::new();
-        let mut waiting = std::mem::take(&mut self.blocked);
-        for request in waiting.drain(..) {
-            if full.contains(&request.group) {
-                self.blocked.push_back(request);
-                continue;
-            }
-            let group = request.group;
-            if let Err(request) = self.try_admit(request) {
-                full.push(group);
-                self.blocked.push_back(request);
-            }
-        }
+        let (ios, disk) = (&mut self.ios, &mut self.disk);
+        let now = self.now;
+        self.blocked
+            .admit(&mut self.elevator, now, |id, direction, how| {
+                admitted(ios, disk, now, id, direction, how)
+            });
     }
 
     /// Moves the device to now, handles completions, admits waiting submitters and dispatches
@@ -790,4 +756,23 @@ impl driver::Engine for Simulation {
 /// Simulates `file` under `config` and reports.
 pub fn run(config: &SimConfig, file: &JobFile) -> Result<RunReport, SimError> {
     Simulation::new(config, file)?.run()
+}
+
+/// The books of a request the elevator took in at `now`: merges count in the disk's
+/// statistics, and the I/O's submission latency ends.
+fn admitted(
+    ios: &mut FxHashMap<u64, Io>,
+    disk: &mut DiskAccounting,
+    now: Nanos,
+    id: RequestId,
+    direction: iosched_core::Direction,
+    how: Admitted,
+) {
+    if how == Admitted::Merged {
+        disk.merged(direction);
+    }
+    ios.get_mut(&id.0)
+        .expect("issued I/O is tracked")
+        .issued
+        .admitted = now;
 }

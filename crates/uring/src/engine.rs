@@ -609,7 +609,7 @@ impl Engine {
             },
         );
         self.issued += 1;
-        self.core.submit(request, now);
+        self.core.submit(request);
     }
 
     /// Submits a flush of job `index`'s file `file`.
@@ -638,7 +638,7 @@ impl Engine {
             },
         );
         self.issued += 1;
-        self.core.submit(request, now);
+        self.core.submit(request);
     }
 
     fn complete(&mut self, done: Finished) {

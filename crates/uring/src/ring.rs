@@ -3,9 +3,9 @@
 //!
 //! # One step of the event loop
 //!
-//! 1. Requests enter the [`Elevator`] ([`Core::submit`]); beyond `nr_requests` they wait in
-//!    arrival order, and are admitted as completions free scheduler requests
-//!    ([`Core::admit_blocked`]).
+//! 1. Requests enter the [`Elevator`] ([`Core::submit`], then [`Core::admit_blocked`]);
+//!    beyond `nr_requests`, or the policy's `limit_depth`, they wait in arrival order
+//!    ([`iosched_core::Waiters`]) and are admitted as completions free scheduler requests.
 //! 2. [`Core::dispatch`] asks the policy for requests while fewer than the device depth are in
 //!    flight and turns each into an SQE (its buffers come from the caller through a lookup),
 //!    submitted at once, one `io_uring_enter` per request, as fio submits by default.
@@ -28,9 +28,8 @@ use crate::ids::IdMap;
 use crate::sqe;
 use crate::UringError;
 use io_uring::{squeue::Entry, types, IoUring};
-use iosched_core::{Admitted, Dispatch, Elevator, Nanos, Op, Request, RequestId};
+use iosched_core::{Admitted, Dispatch, Elevator, Nanos, Op, Request, RequestId, Waiters};
 use iosched_fio::DiskAccounting;
-use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::time::Instant;
 
@@ -119,8 +118,9 @@ pub(crate) struct Core {
     pub elevator: Elevator,
     depth: usize,
     commands: IdMap<Command>,
-    /// Requests waiting for a free scheduler request (`nr_requests`), first come first served.
-    blocked: VecDeque<Request>,
+    /// Submitters waiting for a free scheduler request (`nr_requests`, or the policy's
+    /// `limit_depth`).
+    blocked: Waiters,
     policy_wake: Option<Nanos>,
     rt_refused: bool,
     /// Remarks for the report (the real-time fallback).
@@ -163,7 +163,7 @@ impl Core {
             elevator,
             depth,
             commands: IdMap::default(),
-            blocked: VecDeque::new(),
+            blocked: Waiters::new(),
             policy_wake: None,
             rt_refused: false,
             warnings: Vec::new(),
@@ -204,45 +204,22 @@ impl Core {
             && self.elevator.held() == 0
     }
 
-    /// Offers `request` to the elevator. `Some` when it was taken in (merged or queued) now;
-    /// `None` when it waits for a free scheduler request, to be admitted by
-    /// [`Core::admit_blocked`].
-    pub fn submit(&mut self, request: Request, now: Nanos) -> Option<Admitted> {
-        if !self.blocked.is_empty() {
-            self.blocked.push_back(request);
-            return None;
-        }
-        match self.try_admit(request, now) {
-            Ok(admitted) => Some(admitted),
-            Err(request) => {
-                self.blocked.push_back(request);
-                None
-            }
-        }
+    /// Offers `request` to the elevator: it waits behind the submitters already waiting
+    /// ([`Waiters`]) until [`Core::admit_blocked`] admits it.
+    pub fn submit(&mut self, request: Request) {
+        self.blocked.push(request);
     }
 
-    fn try_admit(&mut self, mut request: Request, now: Nanos) -> Result<Admitted, Request> {
-        request.arrival = now;
-        let dir = request.direction();
-        let admitted = self.elevator.submit(request, now)?;
-        if admitted == Admitted::Merged {
-            self.disk.merged(dir);
-        }
-        Ok(admitted)
-    }
-
-    /// Admits waiting requests while the elevator has room; their ids go to `admitted`.
+    /// Admits the waiting requests the elevator takes now; their ids go to `admitted`.
     pub fn admit_blocked(&mut self, now: Nanos, admitted: &mut Vec<RequestId>) {
-        while let Some(request) = self.blocked.pop_front() {
-            let id = request.id;
-            match self.try_admit(request, now) {
-                Ok(_) => admitted.push(id),
-                Err(request) => {
-                    self.blocked.push_front(request);
-                    return;
+        let disk = &mut self.disk;
+        self.blocked
+            .admit(&mut self.elevator, now, |id, direction, how| {
+                if how == Admitted::Merged {
+                    disk.merged(direction);
                 }
-            }
-        }
+                admitted.push(id);
+            });
     }
 
     /// Sends requests from the policy to the ring while the device has room. `lookup` says

@@ -519,7 +519,7 @@ impl EngineThread {
         if let Ok(mut stats) = self.stats.lock() {
             stats.submitted += 1;
         }
-        self.core.submit(request, now);
+        self.core.submit(request);
     }
 
     fn complete(&mut self, done: Finished) {

@@ -28,13 +28,22 @@
 //!   groups with work do not all weigh the same (service guarantees:
 //!   `idling_needed_for_service_guarantees`).
 //! - **Preemption.** A request of the RT class ends a non-RT queue's turn.
+//! - **Depth limits** (`bfq_limit_depth`, [`Policy::may_allocate`]): reads may take every one
+//!   of the `nr_requests` scheduler requests, sync writes three quarters, async I/O half; and a
+//!   queue (or a cgroup above it) holding its weight's share of that limit already takes no
+//!   more (`bfqq_request_over_limit`, each class weighing 8 times the one below), so an IDLE
+//!   backup beside busy best-effort readers holds a request or two, not the device's queue.
+//!   Linux gives such a queue a shallow tag depth of 1; we let it hold its share, at least 1.
+//!   Without weight raising, the weight-raised depths (`async_depths[1]`) are never used.
 
 use super::PolicyInfo;
 use crate::fq::{CgroupTree, FairQueue, LeafId};
 use crate::group::{GroupId, Groups};
 use crate::ioprio::IoPrioClass;
 use crate::policy::{Dispatch, Policy};
-use crate::request::{merge_back, merge_front, mergeable, FlowId, MergeLimits, Request, RequestId};
+use crate::request::{
+    merge_back, merge_front, mergeable, FlowId, MergeLimits, Op, Request, RequestId,
+};
 use crate::time::{from_millis, Nanos, MILLISECOND, SECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -116,6 +125,9 @@ const DEFAULT_MAX_BUDGET: u64 = 16_384 * 512;
 const SEEK_THRESHOLD: u64 = 800 * 512;
 /// Asynchronous service counts this many times (`bfq_async_charge_factor`).
 const ASYNC_CHARGE_FACTOR: u64 = 3;
+/// Priority levels per class: in `bfqq_request_over_limit` each class weighs this many
+/// times the one below it (`IOPRIO_BE_NR`).
+const IOPRIO_BE_NR: u64 = 8;
 /// Per-flow history kept at most.
 const MAX_FLOWS: usize = 4096;
 
@@ -382,6 +394,126 @@ impl Bfq {
         varied_weights || classes.len() > 1 || groups.len() > 1
     }
 
+    /// Whether `request` may take one of the `nr_requests` scheduler requests with `in_use`
+    /// taken (`bfq_limit_depth`, without weight raising, so `wr_busy_queues` is 0): reads may
+    /// take all of them, sync writes three quarters (`async_depths[0][1]`), async I/O half
+    /// (`async_depths[0][0]`, `bfq_depth_updated`); and a queue that, or whose cgroup, holds
+    /// its weight's share of that limit already takes no more (`bfqq_request_over_limit`).
+    ///
+    /// Where Linux gives an over-limit queue a shallow depth of 1 (it gets a request only
+    /// when one of the lowest tags is free), we let it hold its share, at least one request:
+    /// the same intent, without modelling the tag bitmap.
+    fn limit_depth(&self, request: &Request, in_use: usize, nr_requests: u32) -> bool {
+        let nr_requests = nr_requests as usize;
+        let limit = if request.op == Op::Read {
+            nr_requests
+        } else if request.sync {
+            (nr_requests * 3 / 4).max(1)
+        } else {
+            (nr_requests / 2).max(1)
+        };
+        in_use < limit && !self.over_limit(Self::key_of(request), limit as u64)
+    }
+
+    /// `bfqq_request_over_limit`: walking from the top cgroup down to the queue, each entity
+    /// gets its weight's share of `limit` among the entities with work on its parent's
+    /// service tree (for the queue itself, the trees of its class and the classes above,
+    /// each higher one weighing `IOPRIO_BE_NR` times more); it is over when the requests it
+    /// holds (a cgroup: all of its queues') reach that share.
+    fn over_limit(&self, key: QueueKey, limit: u64) -> bool {
+        let Some(queue) = self.queues.get(&key) else {
+            // No queue yet: nothing allocated (the kernel's fast path).
+            return false;
+        };
+        let on_tree = |key: &QueueKey, queue: &Queue| {
+            self.active == Some(*key) || self.fq.is_active(queue.leaf).unwrap_or(false)
+        };
+        if !on_tree(&key, queue) {
+            return false;
+        }
+        // Whether cgroup `group` is `ancestor` or below it.
+        let within = |ancestor: GroupId, mut group: GroupId| loop {
+            if group == ancestor {
+                return true;
+            }
+            if group == GroupId::ROOT {
+                return false;
+            }
+            group = self.cgroups.parent(group);
+        };
+        // The cgroups from the one below the root down to the queue's.
+        let mut path = Vec::new();
+        let mut group = queue.group;
+        while group != GroupId::ROOT && path.len() < crate::limits::GROUP_DEPTH_MAX + 1 {
+            path.push(group);
+            group = self.cgroups.parent(group);
+        }
+        path.reverse();
+        let allocated = |queue: &Queue| (queue.queued() + queue.in_flight) as u64;
+        let class = self.fq.class(queue.leaf).unwrap_or(IoPrioClass::Be);
+        let class_index = |class: IoPrioClass| match class {
+            IoPrioClass::Rt => 0,
+            IoPrioClass::Idle => 2,
+            IoPrioClass::Be | IoPrioClass::None => 1,
+        };
+        let mut limit = limit;
+        let mut parent = GroupId::ROOT;
+        for level in 0..=path.len() {
+            // The weights with work on `parent`'s service trees, by class: its queues, and
+            // its child cgroups that hold a queue with work (cgroups are best effort).
+            let mut wsum = [0u64; 3];
+            let mut children: Vec<GroupId> = Vec::new();
+            for (k, q) in &self.queues {
+                if !on_tree(k, q) {
+                    continue;
+                }
+                if q.group == parent {
+                    let weight = self.fq.weight(q.leaf).unwrap_or(0);
+                    let class = self.fq.class(q.leaf).unwrap_or(IoPrioClass::Be);
+                    wsum[class_index(class)] += u64::from(weight);
+                } else if within(parent, q.group) {
+                    let mut child = q.group;
+                    while self.cgroups.parent(child) != parent {
+                        child = self.cgroups.parent(child);
+                    }
+                    if !children.contains(&child) {
+                        children.push(child);
+                        wsum[1] += u64::from(self.cgroups.weight(child));
+                    }
+                }
+            }
+            let (weight, held, sum) = match path.get(level) {
+                Some(&cgroup) => {
+                    let held = self
+                        .queues
+                        .values()
+                        .filter(|q| within(cgroup, q.group))
+                        .map(allocated)
+                        .sum();
+                    (u64::from(self.cgroups.weight(cgroup)), held, wsum[1])
+                }
+                None => {
+                    let weight = u64::from(self.fq.weight(queue.leaf).unwrap_or(0));
+                    let sum = wsum[..=class_index(class)]
+                        .iter()
+                        .fold(0, |sum, &w| sum * IOPRIO_BE_NR + w);
+                    (weight, allocated(queue), sum)
+                }
+            };
+            if let Some(&cgroup) = path.get(level) {
+                parent = cgroup;
+            }
+            if sum == 0 {
+                continue;
+            }
+            limit = (limit * weight + sum / 2) / sum;
+            if held >= limit.max(1) {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Ends the turn of the queue in service (`bfq_bfqq_expire`).
     fn expire(&mut self, now: Nanos, reason: Expiration) {
         let Some(key) = self.active.take() else {
@@ -516,6 +648,10 @@ impl Policy for Bfq {
         }
         self.queued += 1;
         self.requeued.push_back(request);
+    }
+
+    fn may_allocate(&self, request: &Request, in_use: usize, nr_requests: u32) -> bool {
+        self.limit_depth(request, in_use, nr_requests)
     }
 
     fn queued(&self) -> usize {
@@ -953,4 +1089,94 @@ mod tests {
         }
     }
 
+
+    /// Offers request `id` (`op` at `id` MiB, sync or not, of `flow` at `prio`) to `elevator`.
+    fn offer(
+        elevator: &mut crate::Elevator,
+        id: u64,
+        op: Op,
+        sync: bool,
+        flow: u32,
+        prio: IoPrio,
+    ) -> bool {
+        let mut r = request(id, op, id << 20, 4096);
+        (r.sync, r.flow, r.prio) = (sync, FlowId(flow), prio);
+        elevator.submit(r, 0).is_ok()
+    }
+
+    // Proves bfq_limit_depth's depths: async I/O takes at most half of nr_requests, sync
+    // writes three quarters, and reads every one.
+    #[test]
+    fn limit_depth_keeps_requests_for_sync_reads() {
+        let mut elevator = crate::Elevator::new(Box::new(Bfq::new()), 8);
+        let admitted = (1..=8)
+            .filter(|&id| offer(&mut elevator, id, Op::Write, false, id as u32, be(4)))
+            .count();
+        assert_eq!(admitted, 4, "async writes take half of the 8 requests");
+        assert!(offer(&mut elevator, 20, Op::Write, true, 20, be(4)));
+        assert!(offer(&mut elevator, 21, Op::Write, true, 20, be(4)));
+        assert!(
+            !offer(&mut elevator, 22, Op::Write, true, 20, be(4)),
+            "sync writes stop at three quarters (6 of 8)"
+        );
+        assert!(offer(&mut elevator, 30, Op::Read, true, 30, be(4)));
+        assert!(offer(&mut elevator, 31, Op::Read, true, 30, be(4)));
+        assert!(!offer(&mut elevator, 32, Op::Read, true, 30, be(4)), "all 8 taken");
+        assert!(elevator.stats().limited >= 5);
+    }
+
+    // Proves bfqq_request_over_limit: an IDLE-class queue beside a busy best-effort one holds
+    // its weight's share of the requests, the classes weighing IOPRIO_BE_NR apart
+    // (64 x 10 / (40 x 8 + 10) rounds to 2), while the best-effort queue is not limited.
+    #[test]
+    fn an_idle_queue_holds_its_share_of_the_requests() {
+        let mut elevator = crate::Elevator::new(Box::new(Bfq::new()), 64);
+        let idle = IoPrio::new(IoPrioClass::Idle, 0).unwrap();
+        for id in 1..=8 {
+            assert!(offer(&mut elevator, id, Op::Read, true, 1, be(4)));
+        }
+        let idle_admitted = (100..108)
+            .filter(|&id| offer(&mut elevator, id, Op::Read, true, 2, idle))
+            .count();
+        assert_eq!(idle_admitted, 2);
+        for id in 9..=40 {
+            assert!(offer(&mut elevator, id, Op::Read, true, 1, be(4)));
+        }
+    }
+
+    // Proves a read is not held behind an async write waiting for its depth: the waiters
+    // pass each other when the queue has room, and the write goes in once a request frees.
+    #[test]
+    fn a_read_passes_a_write_waiting_for_its_depth() {
+        let mut elevator = crate::Elevator::new(Box::new(Bfq::new()), 4);
+        let mut waiters = crate::Waiters::new();
+        for id in 1..=3 {
+            let mut r = request(id, Op::Write, id << 20, 4096);
+            (r.sync, r.flow) = (false, FlowId(id as u32));
+            waiters.push(r);
+        }
+        let mut read = request(9, Op::Read, 9 << 20, 4096);
+        read.flow = FlowId(9);
+        waiters.push(read);
+        let mut admitted = Vec::new();
+        waiters.admit(&mut elevator, 0, |id, _, _| admitted.push(id.0));
+        assert_eq!(admitted, [1, 2, 9], "two writes (half of 4), then the read");
+        assert_eq!(waiters.len(), 1);
+        let Dispatch::Request(done) = elevator.dispatch(0) else {
+            panic!("work queued")
+        };
+        elevator.completed(&done, MICROSECOND);
+        // Three in use again: still at the async limit of 2.
+        waiters.admit(&mut elevator, MICROSECOND, |id, _, _| admitted.push(id.0));
+        assert_eq!(waiters.len(), 1);
+        for _ in 0..2 {
+            let Dispatch::Request(done) = elevator.dispatch(MICROSECOND) else {
+                panic!("work queued")
+            };
+            elevator.completed(&done, 2 * MICROSECOND);
+        }
+        waiters.admit(&mut elevator, 2 * MICROSECOND, |id, _, _| admitted.push(id.0));
+        assert_eq!(admitted, [1, 2, 9, 3]);
+        assert!(waiters.is_empty());
+    }
 }
