@@ -578,3 +578,62 @@ fn compare_writes_json_and_csv() {
     assert_eq!(value["runs"][0]["policy"], "noop");
     assert!(value["runs"][0]["fio"]["jobs"].as_array().unwrap().len() == 2);
 }
+
+// Proves compare marks a starved job in its table, its verdicts and its CSV and JSON rather
+// than showing it as a slow one: deadline serves the idle class only after 10 s.
+#[test]
+fn compare_marks_a_starved_job() {
+    let job = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/idle-class-starvation.fio"
+    );
+    let policies = ["--policy", "bfq", "--policy", "deadline", "-q"];
+    let text = iosched(&[&["compare", job][..], &policies].concat());
+    assert!(text.status.success(), "{}", stderr(&text));
+    let table = String::from_utf8_lossy(&text.stdout);
+    let marked: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains("starved: no I/O completed within the runtime"))
+        .collect();
+    assert_eq!(marked.len(), 1, "{table}");
+    assert!(marked[0].trim_start().starts_with("deadline"), "{table}");
+    assert!(table.contains("; starved: idle"), "{table}");
+
+    let csv = iosched(
+        &[
+            &["compare", job][..],
+            &policies,
+            &["--output-format", "csv"],
+        ]
+        .concat(),
+    );
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    let starved: Vec<&str> = csv.lines().filter(|l| l.ends_with(",true")).collect();
+    assert_eq!(starved.len(), 1, "{csv}");
+    assert!(starved[0].starts_with("deadline,,idle,read,"), "{csv}");
+
+    let json = iosched(
+        &[
+            &["compare", job][..],
+            &policies,
+            &["--output-format", "json"],
+        ]
+        .concat(),
+    );
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let idle = |run: usize| {
+        value["runs"][run]["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["job"] == "idle")
+            .unwrap()
+            .clone()
+    };
+    assert!(idle(0)["starved"].is_null(), "bfq serves the idle class");
+    assert_eq!(idle(1)["queued_at_end"], 2);
+    assert!(idle(1)["starved"]
+        .as_str()
+        .unwrap()
+        .contains("no I/O completed"));
+}
