@@ -18,7 +18,7 @@
 //! covers is on the media. Space is counted in sectors, the extent being destaged included until
 //! its media write completes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One read segment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -157,8 +157,9 @@ pub struct Extent {
 pub struct WriteBuffer {
     /// Dirty extents by first sector; never overlapping.
     extents: BTreeMap<u64, Extent>,
-    /// First sector of each extent by its sequence number (unique per extent).
-    by_age: BTreeMap<u64, u64>,
+    /// Each extent as (sequence number, first sector), oldest first. Two parts of one extent
+    /// split by [`WriteBuffer::discard`] share a sequence number.
+    by_age: BTreeSet<(u64, u64)>,
     /// Dirty sectors, the extent being destaged included.
     dirty_sectors: u64,
     /// Most dirty sectors held at once.
@@ -174,7 +175,7 @@ impl WriteBuffer {
     pub fn new(capacity_sectors: u64) -> WriteBuffer {
         WriteBuffer {
             extents: BTreeMap::new(),
-            by_age: BTreeMap::new(),
+            by_age: BTreeSet::new(),
             dirty_sectors: 0,
             capacity_sectors,
             destaging: None,
@@ -205,7 +206,7 @@ impl WriteBuffer {
 
     /// Whether every write with sequence number up to `sequence` is on the media.
     pub fn clean_up_to(&self, sequence: u64) -> bool {
-        let oldest_waiting = self.by_age.keys().next().copied().unwrap_or(u64::MAX);
+        let oldest_waiting = self.by_age.first().map_or(u64::MAX, |&(sequence, _)| sequence);
         let oldest_in_flight = self.destaging.map_or(u64::MAX, |(_, _, s)| s);
         oldest_waiting > sequence && oldest_in_flight > sequence
     }
@@ -248,7 +249,7 @@ impl WriteBuffer {
             }
             replaced += extent.end - start;
             self.extents.remove(&start);
-            self.by_age.remove(&extent.sequence);
+            self.by_age.remove(&(extent.sequence, start));
         }
         self.extents.insert(
             merged_first,
@@ -258,13 +259,13 @@ impl WriteBuffer {
                 written_at,
             },
         );
-        self.by_age.insert(merged_sequence, merged_first);
+        self.by_age.insert((merged_sequence, merged_first));
         self.dirty_sectors += (merged_end - merged_first) - replaced;
     }
 
     /// The oldest extent: first sector and extent.
     pub fn oldest(&self) -> Option<(u64, Extent)> {
-        let (_, &start) = self.by_age.iter().next()?;
+        let &(_, start) = self.by_age.first()?;
         Some((start, self.extents[&start]))
     }
 
@@ -285,14 +286,43 @@ impl WriteBuffer {
         assert!(self.destaging.is_none(), "one destage at a time");
         let extent = self.extents.remove(&first).expect("extent exists");
         let end = extent.end.min(first + max_sectors);
+        self.by_age.remove(&(extent.sequence, first));
         if end < extent.end {
             self.extents.insert(end, extent);
-            self.by_age.insert(extent.sequence, end);
-        } else {
-            self.by_age.remove(&extent.sequence);
+            self.by_age.insert((extent.sequence, end));
         }
         self.destaging = Some((first, end, extent.sequence));
         end
+    }
+
+    /// Drops the dirty data in `[first, end)`: a newer write of those sectors is going to the
+    /// media itself. Extents it covers in part keep their other parts, with their sequence
+    /// numbers and ages. The extent being destaged is not touched (the destage ends before the
+    /// mechanism writes anything else). Returns the sectors freed.
+    pub fn discard(&mut self, first: u64, end: u64) -> u64 {
+        self.scratch.clear();
+        for (&start, &extent) in self.extents.range(..end).rev() {
+            if extent.end <= first {
+                break;
+            }
+            self.scratch.push((start, extent));
+        }
+        let mut freed = 0;
+        for &(start, extent) in &self.scratch {
+            self.extents.remove(&start);
+            self.by_age.remove(&(extent.sequence, start));
+            if start < first {
+                self.extents.insert(start, Extent { end: first, ..extent });
+                self.by_age.insert((extent.sequence, start));
+            }
+            if extent.end > end {
+                self.extents.insert(end, extent);
+                self.by_age.insert((extent.sequence, end));
+            }
+            freed += extent.end.min(end) - start.max(first);
+        }
+        self.dirty_sectors -= freed;
+        freed
     }
 
     /// The destage begun last is on the media; returns the sectors freed.
@@ -327,7 +357,8 @@ mod tests {
         sectors
     }
 
-    /// Coalescing keeps exactly the union of the writes, counts it once, and never overlaps.
+    /// Coalescing keeps exactly the union of the writes, less what was discarded, counts it
+    /// once, and never overlaps.
     #[test]
     fn write_buffer_coalesces_like_a_set() {
         let mut buffer = WriteBuffer::new(1 << 20);
@@ -339,8 +370,16 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             let first = (state >> 33) % 5000;
             let len = 1 + (state >> 20) % 40;
-            buffer.insert(first, first + len, sequence, sequence);
-            model.extend(first..first + len);
+            if sequence % 5 == 4 {
+                // A newer write going to the media drops what it covers.
+                let freed = buffer.discard(first, first + len);
+                let before = model.len();
+                model.retain(|sector| !(first..first + len).contains(sector));
+                assert_eq!(freed as usize, before - model.len());
+            } else {
+                buffer.insert(first, first + len, sequence, sequence);
+                model.extend(first..first + len);
+            }
             let sectors = naive_dirty(&buffer);
             assert_eq!(sectors.len() as u64, buffer.dirty_sectors());
             assert!(sectors.iter().copied().eq(model.iter().copied()));

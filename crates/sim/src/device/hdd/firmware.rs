@@ -330,6 +330,7 @@ impl Hdd {
     /// Picks among the ready commands (and a destage above the high-water mark) by
     /// [`Selection`] and starts it.
     pub(super) fn serve_next(&mut self, now: Nanos) {
+        self.write_through_if_due(now);
         let mut candidates = std::mem::take(&mut self.scratch_candidates);
         let mut choices = std::mem::take(&mut self.scratch_choices);
         candidates.clear();
@@ -397,6 +398,35 @@ impl Hdd {
         }
         self.scratch_candidates = candidates;
         self.scratch_choices = choices;
+    }
+
+    /// A write that has waited for room until the firmware must serve oldest first, and is the
+    /// oldest waiting command, goes to the media itself, as a write with the cache off does; the
+    /// dirty data it overwrites is dropped from the buffer. Waiting on for room could take a
+    /// destage per dirty extent its size needs freed (a 1 MiB write behind a buffer of random
+    /// 4 KiB writes needs 256), past the hard deadline; written through it takes one access.
+    /// The writes behind it then take the room it leaves, in order.
+    fn write_through_if_due(&mut self, now: Nanos) {
+        let Some(&slot) = self.waiting_for_room.front() else {
+            return;
+        };
+        let accepted = self.command(slot).accepted;
+        if self
+            .queued
+            .iter()
+            .any(|&queued| self.command(queued).accepted < accepted)
+            || !self.is_due(now)
+        {
+            return;
+        }
+        self.waiting_for_room.pop_front();
+        let command = self.command(slot);
+        let (first, end, bytes) = (command.first, command.end, command.request.len);
+        self.write_buffer.discard(first, end);
+        self.counters.writes_through_for_deadline += 1;
+        let bus_done = self.bus_transfer(now, bytes);
+        self.enqueue_media(slot, bus_done);
+        self.admit_waiting_writes(now);
     }
 
     pub(super) fn start_command(&mut self, now: Nanos, slot: u32) {
@@ -739,7 +769,7 @@ impl Hdd {
     /// first, of `accepted + deadline - (bounds of it and every older one)`. A command that
     /// has reached it would be late if each older one took its longest time first. Waiting
     /// commands are the queued ones and the writes and flushes waiting on destages (each
-    /// counted as one destage).
+    /// counted as one destage, a write as its own access if longer).
     pub(super) fn due_at(&self) -> Option<Nanos> {
         let destage = self.service_bound(self.destage_max_sectors);
         let mut waiting = std::mem::take(&mut *self.scratch_due.borrow_mut());
@@ -752,7 +782,7 @@ impl Hdd {
             self.waiting_for_room
                 .iter()
                 .chain(self.flushes.iter())
-                .map(|&slot| (self.command(slot).accepted, destage)),
+                .map(|&slot| self.waiter_bound(slot, destage)),
         );
         waiting.sort_unstable();
         let mut ahead: Nanos = 0;
@@ -782,8 +812,9 @@ impl Hdd {
             all = all.saturating_add(command.bound);
         }
         for &slot in self.waiting_for_room.iter().chain(self.flushes.iter()) {
-            oldest = oldest.min(self.command(slot).accepted);
-            all = all.saturating_add(destage);
+            let (accepted, bound) = self.waiter_bound(slot, destage);
+            oldest = oldest.min(accepted);
+            all = all.saturating_add(bound);
         }
         if oldest == Nanos::MAX
             || oldest
@@ -794,6 +825,18 @@ impl Hdd {
             return false;
         }
         self.due_at().is_some_and(|at| at <= now)
+    }
+
+    /// A write waiting for room or a flush waiting for destages, as (accepted, bound): one
+    /// `destage`, or for a write its own access if longer, as it may be written through
+    /// ([`Hdd::write_through_if_due`]).
+    fn waiter_bound(&self, slot: u32, destage: Nanos) -> (Nanos, Nanos) {
+        let command = self.command(slot);
+        let bound = match command.request.op {
+            Op::Write => command.bound.max(destage),
+            _ => destage,
+        };
+        (command.accepted, bound)
     }
 
     /// The acceptance time of the oldest write waiting for room or flush waiting for destages.

@@ -15,8 +15,9 @@
 //!   once its data crossed the bus, and completes when it is on the media.
 //! - **Write, write cache on**: if the buffer has room (and no earlier write is waiting for
 //!   room) the data is absorbed and the command completes after overhead and bus transfer;
-//!   otherwise it waits for destages to free room. With the cache off, or a write larger than the
-//!   whole buffer, it joins the NCQ queue and completes when it is on the media.
+//!   otherwise it waits for destages to free room, until the hard deadline makes it due:
+//!   then it is written through (`Hdd::write_through_if_due`). With the cache off, or a write
+//!   larger than the whole buffer, it joins the NCQ queue and completes when it is on the media.
 //! - **Flush**: completes once every write accepted before it is on the media.
 //! - **Discard**: completes after the hit overhead (nothing is modelled for it).
 //!
@@ -218,6 +219,8 @@ struct Counters {
     read_ahead_ns: u64,
     writes_absorbed: u64,
     writes_waited_for_room: u64,
+    /// Writes that waited for room until due and went to the media themselves.
+    writes_through_for_deadline: u64,
     media_writes: u64,
     destages: u64,
     destaged_sectors: u64,
@@ -696,6 +699,10 @@ impl Device for Hdd {
             ("writes_absorbed", c.writes_absorbed as f64),
             ("fua_writes", c.fua_writes as f64),
             ("writes_waited_for_room", c.writes_waited_for_room as f64),
+            (
+                "writes_through_for_deadline",
+                c.writes_through_for_deadline as f64,
+            ),
             ("media_writes", c.media_writes as f64),
             ("destages", c.destages as f64),
             ("destaged_bytes", c.destaged_sectors as f64 * sector),
