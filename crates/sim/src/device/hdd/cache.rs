@@ -103,13 +103,24 @@ impl ReadCache {
         segment.last_used = self.clock;
     }
 
-    /// Takes a segment for a read miss of `[first, end)`: the one whose data ends at `first` if
-    /// any (the miss continues a sequential stream), else the least recently used. Its old data
-    /// is dropped; it will hold `[first, end)` once the media read completes
+    /// Takes a segment for a read miss of `[first, end)`: the one whose data ends at `first`,
+    /// or holds `first` and ends before `end` (the read runs past what was read ahead), if any
+    /// (the miss continues a sequential stream), else the least recently used. Its old data is
+    /// dropped; it will hold `[first, end)` once the media read completes
     /// ([`ReadCache::filled`]). Returns the segment and whether the miss continues a stream.
+    ///
+    /// Without the second case a read straddling the end of a stream's read-ahead took the
+    /// least recently used segment, another stream's, whose data was then lost: with as many
+    /// streams as segments, each served a few requests in turn (HTBS's B_max), every turn
+    /// missed.
     pub fn allocate(&mut self, first: u64, end: u64) -> (usize, bool) {
         let continued = (0..self.segments.len()).find(|&index| {
-            self.segments[index].last_used != 0 && self.segments[index].end == first
+            let segment = &self.segments[index];
+            segment.last_used != 0
+                && (segment.end == first
+                    || (first >= self.valid_start(index, segment.end)
+                        && first < segment.end
+                        && segment.end < end))
         });
         let index = continued.unwrap_or_else(|| {
             (0..self.segments.len())
@@ -413,5 +424,24 @@ mod tests {
         cache.touch(a, 1308);
         // b is now least recently used.
         assert_eq!(cache.allocate(9000, 9008), (b, false));
+    }
+
+    /// A miss that starts in a segment's data and runs past it continues that segment's
+    /// stream instead of taking the least recently used segment (another stream's).
+    #[test]
+    fn a_read_past_the_read_ahead_continues_its_segment() {
+        let mut cache = ReadCache::new(2, 100);
+        let (a, _) = cache.allocate(1000, 1008);
+        cache.filled(a, 1300);
+        let (b, _) = cache.allocate(5000, 5008);
+        cache.filled(b, 5100);
+        cache.touch(b, 5008);
+        // a is least recently used, but the read straddling b's end continues b.
+        assert_eq!(cache.find(5096, 5104, None), None);
+        assert_eq!(cache.allocate(5096, 5104), (b, true));
+        // A read that starts before what a segment still holds is no continuation.
+        let (c, continued) = cache.allocate(1100, 1400);
+        assert!(!continued);
+        assert_eq!(c, a);
     }
 }
