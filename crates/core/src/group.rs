@@ -152,6 +152,9 @@ pub struct GroupSettings {
     pub max: IoMax,
     /// `io.prio.class`.
     pub prio_class: PrioClassPolicy,
+    /// `qos.rate`, `qos.burst`, `qos.delay`, `qos.reservation`, `qos.weight`, `qos.limit`
+    /// (iosched's own files, for `pclock` and `htbs`).
+    pub qos: crate::qos::Qos,
 }
 
 impl Default for GroupSettings {
@@ -160,6 +163,7 @@ impl Default for GroupSettings {
             weight: IO_WEIGHT_DEFAULT,
             max: IoMax::default(),
             prio_class: PrioClassPolicy::NoChange,
+            qos: crate::qos::Qos::default(),
         }
     }
 }
@@ -205,7 +209,17 @@ pub struct GroupSetting {
 }
 
 /// The io controller files a group has.
-pub const SETTING_FILES: &[&str] = &["io.weight", "io.max", "io.prio.class"];
+pub const SETTING_FILES: &[&str] = &[
+    "io.weight",
+    "io.max",
+    "io.prio.class",
+    "qos.rate",
+    "qos.burst",
+    "qos.delay",
+    "qos.reservation",
+    "qos.weight",
+    "qos.limit",
+];
 
 fn strip_device(value: &str) -> &str {
     // "MAJ:MIN rest": one simulated or real device per run, so the device is not checked.
@@ -224,7 +238,8 @@ impl GroupSettings {
     /// Writes `value` to cgroup file `file`, with the syntax Linux accepts: `io.weight` takes
     /// `N`, `default N` or `MAJ:MIN N`; `io.max` takes `[MAJ:MIN] rbps=N wbps=N riops=N wiops=N`
     /// (any subset, `max` for no limit); `io.prio.class` takes `no-change`, `promote-to-rt`
-    /// (or `none-to-rt`), `restrict-to-be` or `idle`.
+    /// (or `none-to-rt`), `restrict-to-be` or `idle`; the `qos.*` files take
+    /// [`crate::qos::Qos::set`]'s values (`qos.rate` `8800KiB/s`, `qos.delay` `100ms`, ...).
     pub fn set(&mut self, file: &str, value: &str) -> Result<(), SettingError> {
         let error = |reason: String| SettingError {
             file: file.to_string(),
@@ -302,6 +317,11 @@ impl GroupSettings {
                         ))
                     }
                 };
+            }
+            qos if qos.starts_with("qos.") => {
+                self.qos
+                    .set(&qos["qos.".len()..], value)
+                    .map_err(|e| error(e.0))?;
             }
             other => {
                 return Err(SettingError {
