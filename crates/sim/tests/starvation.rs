@@ -636,6 +636,17 @@ fn policy_promise(policy: &str, e: &Elevator, load: &Load, job: &Job, grouped: b
             }
             Promise::Within(load.queues * turn + expire + fifo)
         }
+        "pclock" => {
+            // No flow of these mixes states a QoS: every finish tag is the arrival plus
+            // default_delay, so the earliest deadline is the oldest request.
+            Promise::Within(ms(e, "default_delay").min(fifo) + fifo)
+        }
+        "htbs" => {
+            // As pclock, but each application ahead may first hold the disk for B_max
+            // requests, waiting up to T_wait before each.
+            let run = e.get("B_max").unwrap() * (ms(e, "T_wait") + load.svc);
+            Promise::Within(load.queues * run + fifo)
+        }
         "latency" => {
             // A background rank with nothing in flight goes once its oldest request has
             // waited a window; a window is window_ms, 16 targets, or 5 foreground completions.

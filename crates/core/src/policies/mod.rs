@@ -62,6 +62,7 @@ register! {
     anticipatory,
     cfq,
     bfq,
+    htbs,
     grouped,
     latency,
 }
