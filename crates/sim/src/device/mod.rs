@@ -186,6 +186,7 @@ register! {
     hdd,
     ssd,
     he8,
+    hd080hj,
 }
 
 /// Builds model `name` with `settings` over its defaults.

@@ -67,6 +67,31 @@ pub mod seek;
 
 pub use derived::{mean_seek_over_lba_pairs_ns, DERIVED_FROM};
 
+/// A preset of this model: `model`, with `values` (name, value) set over the defaults.
+pub fn preset(model: &'static str, values: &[(&str, &str)]) -> Result<HddConfig, DeviceError> {
+    let mut config = HddConfig {
+        model,
+        ..HddConfig::default()
+    };
+    for (name, value) in values {
+        config.set(name, value)?;
+    }
+    Ok(config)
+}
+
+/// Builds a preset's drive (`config`) with `settings` set over it, seeded.
+pub fn build_preset(
+    config: Result<HddConfig, DeviceError>,
+    settings: &[(String, String)],
+    seed: u64,
+) -> Result<Box<dyn Device>, DeviceError> {
+    let mut config = config?;
+    for (name, value) in settings {
+        config.set(name, value)?;
+    }
+    Ok(Box::new(Hdd::new(config, seed)?))
+}
+
 use super::{parameter, Device, DeviceError};
 use cache::{Extent, ReadCache, WriteBuffer};
 use config::{CdlDescriptor, CdlPolicy, HddConfig, SETTINGS};
