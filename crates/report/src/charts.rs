@@ -14,7 +14,7 @@
 //! ranges are each chart's own, but a quantity has one unit on the whole page
 //! ([`PageUnits`]), so that neighbouring panels read alike.
 
-use crate::model::{Key, Model};
+use crate::model::{Cell, Key, Model};
 use crate::plot::{policy_color, Axis, Chart, Series, Shape, Ticks};
 use crate::units;
 
@@ -373,6 +373,17 @@ enum Metric {
     TailLatency,
 }
 
+impl Metric {
+    /// This metric of `cell`; none for a tail latency without samples (a starved run).
+    fn of(self, cell: &Cell) -> Option<f64> {
+        match self {
+            Metric::Bandwidth => Some(cell.bandwidth),
+            Metric::Iops => Some(cell.iops),
+            Metric::TailLatency => Some(cell.clat.percentile(99.99) as f64).filter(|v| *v > 0.0),
+        }
+    }
+}
+
 /// Bars of `metric`, grouped by point, one per policy in each group.
 fn bars(
     model: &Model,
@@ -381,13 +392,7 @@ fn bars(
     metric: Metric,
     page: &PageUnits,
 ) -> Option<Figure> {
-    let value = |point: usize, policy: usize| {
-        let cell = model.cell(point, policy, key_index)?;
-        Some(match metric {
-            Metric::Bandwidth => cell.bandwidth,
-            _ => cell.iops,
-        })
-    };
+    let value = |point: usize, policy: usize| metric.of(model.cell(point, policy, key_index)?);
     let max = points
         .iter()
         .flat_map(|&point| (0..model.policies.len()).filter_map(move |p| value(point, p)))
@@ -485,13 +490,7 @@ fn sweep_line(
     page: &PageUnits,
 ) -> Option<Figure> {
     let (positions, log2) = sweep_positions(model, points);
-    let value = |point: usize, policy: usize| {
-        let cell = model.cell(point, policy, key_index)?;
-        match metric {
-            Metric::TailLatency => Some(cell.clat.percentile(99.99) as f64).filter(|v| *v > 0.0),
-            _ => Some(cell.iops),
-        }
-    };
+    let value = |point: usize, policy: usize| metric.of(model.cell(point, policy, key_index)?);
     // Every policy that ran the job keeps its line and legend entry, also one with no value
     // to draw (a starved run has no p99.99).
     let lines: Vec<(usize, Vec<(f64, f64)>)> = (0..model.policies.len())
