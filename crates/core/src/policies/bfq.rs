@@ -27,23 +27,6 @@
 //!   to `slice_idle` for its next one if the queue is sequential (throughput) or the queues and
 //!   groups with work do not all weigh the same (service guarantees:
 //!   `idling_needed_for_service_guarantees`).
-//! - **Injection** (`bfq_choose_bfqq_for_injection`, `bfq_update_inject_limit`): while the
-//!   queue in service is empty and idled for, its process's own async requests go at once,
-//!   and, when idling brings no throughput (a seeky queue, or a drive that does not queue
-//!   commands, `hw_tag`), requests of the most recently busy queue with budget left go while
-//!   fewer than the queue's `inject_limit` are in the drive. The limit follows the total
-//!   service time of the queue's first requests (from arrival into an empty queue to
-//!   completion): measured with the drive empty it is the baseline, and the limit starts at
-//!   1; measured after injection, 1.5 times the baseline or more takes the limit down, less
-//!   takes it up (to one above the most requests seen in the drive). It starts over every
-//!   second, at 0 for a queue with a short think time (`has_short_ttime`: under half of
-//!   `slice_idle`), else at 1. Injected service counts against the queue's next budget and
-//!   is charged at the end of its turn; a queue that injection empties leaves the race and
-//!   the service is forgotten, as in `bfq_remove_request`. So a queue that always has
-//!   requests in the drive when its next arrives (depth above 1 with a short think time)
-//!   never gets a baseline and is never injected into, as in Linux. Not modelled: waker
-//!   queues, and Linux's raising of a 0 limit to 1 after `slice_idle` without a baseline
-//!   (which compares jiffies with nanoseconds and so never fires).
 //! - **Preemption.** A request of the RT class ends a non-RT queue's turn.
 //! - **Depth limits** (`bfq_limit_depth`, [`Policy::may_allocate`]): reads may take every one
 //!   of the `nr_requests` scheduler requests, sync writes three quarters, async I/O half; and a
@@ -130,7 +113,7 @@ pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "bfq",
         aliases: &[],
-        summary: "budget fair queueing over the common layer: per-flow budgets by ioprio weight, cgroups by io.weight, budget feedback, slice_idle, I/O injection (Linux's BFQ without weight raising)",
+        summary: "budget fair queueing over the common layer: per-flow budgets by ioprio weight, cgroups by io.weight, budget feedback, slice_idle (Linux's BFQ without weight raising)",
         tunables: TUNABLES,
         build: || Box::new(Bfq::new()),
     },
@@ -179,25 +162,6 @@ struct Queue {
     group: GroupId,
     /// When its last request completed.
     last_completion: Nanos,
-    /// Service taken by injection while another queue was in service, charged at its own
-    /// turn's end (`entity->service`); forgotten if injection empties it first.
-    service: u64,
-    /// Order in which it last became busy: injection looks at the most recent first (BFQ
-    /// adds a queue at the head of `active_list`).
-    activated: u64,
-    /// Think time, as `struct bfq_ttime`: decayed samples, total and mean (ns).
-    ttime_samples: u64,
-    ttime_total: u64,
-    ttime_mean: u64,
-    /// `has_short_ttime`: its next request comes within half of `slice_idle`.
-    short_ttime: bool,
-    /// Most requests in the drive while it is in service and empty (`inject_limit`).
-    inject_limit: usize,
-    /// Baseline total service time of its first requests, without injection
-    /// (`last_serv_time_ns`); 0 while unknown.
-    last_serv_time: Nanos,
-    /// When its inject limit was last decreased or reset (`decrease_time_jif`).
-    decrease_time: Nanos,
 }
 
 impl Queue {
@@ -238,26 +202,6 @@ pub struct Bfq {
     peak_rate: u64,
     /// Last head position, for the elevator.
     head: u64,
-    /// Service the queue in service took by injection before its turn.
-    carried: u64,
-    /// Requests dispatched and not completed (`rq_in_driver`).
-    rq_in_driver: usize,
-    /// Most requests seen in the drive (`max_rq_in_driver`).
-    max_rq_in_driver: usize,
-    /// Whether the drive queues commands (`hw_tag`): unknown until 32 samples with enough
-    /// requests about.
-    hw_tag: Option<bool>,
-    hw_tag_samples: u32,
-    /// Injection state (`rqs_injected`, `wait_dispatch`, `waited_rq`,
-    /// `last_empty_occupied_ns`): a first request of the queue in service is being timed.
-    rqs_injected: bool,
-    wait_dispatch: bool,
-    waited_rq: Option<RequestId>,
-    last_empty_occupied: Nanos,
-    /// Queues that became busy so far, for `Queue::activated`.
-    activations: u64,
-    /// Requests dispatched from a queue not in service.
-    injected: u64,
     // Tunables.
     slice_idle: Nanos,
     timeout_sync: Nanos,
@@ -291,17 +235,6 @@ impl Bfq {
             idle_until: None,
             peak_rate: 0,
             head: 0,
-            carried: 0,
-            rq_in_driver: 0,
-            max_rq_in_driver: 0,
-            hw_tag: None,
-            hw_tag_samples: 0,
-            rqs_injected: false,
-            wait_dispatch: false,
-            waited_rq: None,
-            last_empty_occupied: 0,
-            activations: 0,
-            injected: 0,
             slice_idle: from_millis(TUNABLES[0].default),
             timeout_sync: from_millis(TUNABLES[1].default),
             max_budget_setting: TUNABLES[2].default * 1024,
@@ -341,7 +274,7 @@ impl Bfq {
         }
     }
 
-    fn queue_for(&mut self, request: &Request, now: Nanos) -> QueueKey {
+    fn queue_for(&mut self, request: &Request) -> QueueKey {
         let key = Self::key_of(request);
         if !self.queues.contains_key(&key) {
             if self.queues.len() >= MAX_FLOWS {
@@ -372,17 +305,6 @@ impl Bfq {
                     seek_history: 0,
                     group: request.group,
                     last_completion: 0,
-                    service: 0,
-                    activated: 0,
-                    ttime_samples: 0,
-                    ttime_total: 0,
-                    ttime_mean: 0,
-                    // bfq_init_bfqq: a sync queue not of the idle class starts with a short
-                    // think time, and so with no injection until a baseline is measured.
-                    short_ttime: request.sync && class != IoPrioClass::Idle,
-                    inject_limit: 0,
-                    last_serv_time: 0,
-                    decrease_time: now,
                 },
             );
         }
@@ -597,10 +519,6 @@ impl Bfq {
         let Some(key) = self.active.take() else {
             return;
         };
-        // The timed first request, if any, no longer measures this queue's service.
-        self.rqs_injected = false;
-        self.wait_dispatch = false;
-        self.waited_rq = None;
 
         self.idle_until = None;
         let elapsed = self
@@ -628,7 +546,7 @@ impl Bfq {
             served
         } else {
             served * ASYNC_CHARGE_FACTOR
-        } + std::mem::take(&mut self.carried);
+        };
         if queue.sync
             && (reason == Expiration::BudgetTimeout || queue.seeky())
             && self.timeout_sync > 0
@@ -677,221 +595,10 @@ impl Bfq {
         }
     }
 
-    /// A request is about to join queue `key` at `now`: its think time and the injection
-    /// state machine see it (`bfq_update_io_thinktime`, `bfq_update_has_short_ttime`, and the
-    /// empty-to-busy branch of `bfq_add_request`).
-    fn arriving(&mut self, key: QueueKey, now: Nanos) {
-        let slice_idle = self.slice_idle;
-        let active = self.active == Some(key);
-        let rq_in_driver = self.rq_in_driver;
-        let (rqs_injected, idle_class) = (
-            self.rqs_injected,
-            self.fq.class(self.queues[&key].leaf).ok() == Some(IoPrioClass::Idle),
-        );
+    fn take(&mut self, key: QueueKey, sort_key: (u64, RequestId), now: Nanos) -> Request {
         let queue = self.queues.get_mut(&key).expect("queue exists");
-        if !queue.sync {
-            return;
-        }
-        // Think time counts only from a queue with nothing queued or in the drive.
-        if queue.in_flight == 0 && queue.queued() == 0 {
-            let elapsed = if queue.last_completion == 0 {
-                0
-            } else {
-                now.saturating_sub(queue.last_completion).min(2 * slice_idle)
-            };
-            queue.ttime_samples = (7 * queue.ttime_samples + 256) / 8;
-            queue.ttime_total = (7 * queue.ttime_total + 256 * elapsed) / 8;
-            queue.ttime_mean = (queue.ttime_total + 128) / queue.ttime_samples;
-        }
-        let mut reset = false;
-        if !idle_class && slice_idle > 0 {
-            // bfq_sample_valid: more than 80 decayed samples.
-            let short = !(queue.ttime_samples > 80 && queue.ttime_mean > slice_idle / 2);
-            let changed = short != queue.short_ttime;
-            queue.short_ttime = short;
-            reset = changed
-                && queue.last_serv_time == 0
-                && (now >= queue.decrease_time.saturating_add(100 * MILLISECOND) || !short);
-        }
-        if queue.queued() > 0 {
-            if reset {
-                self.reset_inject_limit(key, now);
-            }
-            return;
-        }
-        // The queue goes from empty to busy. Every second its limit starts over, so that it
-        // drops if the workload changed (step 3 in bfq_update_inject_limit's comment).
-        if reset || now >= queue.decrease_time.saturating_add(SECOND) {
-            self.reset_inject_limit(key, now);
-        }
-        let queue = &self.queues[&key];
-        // A first request of the queue in service is timed from now to its completion: with
-        // no request in the drive for the baseline, or after injection to judge the limit.
-        if active
-            && (rq_in_driver == 0 || (queue.last_serv_time > 0 && rqs_injected))
-            && now >= queue.decrease_time.saturating_add(10 * MILLISECOND)
-        {
-            self.last_empty_occupied = now;
-            self.wait_dispatch = true;
-            if rq_in_driver == 0 {
-                self.rqs_injected = false;
-            }
-        }
-    }
-
-    /// `bfq_reset_inject_limit`: the baseline is measured again; the limit starts at 0 for a
-    /// queue with a short think time (one injected request could delay its next), else at 1.
-    fn reset_inject_limit(&mut self, key: QueueKey, now: Nanos) {
-        self.waited_rq = None;
-        let queue = self.queues.get_mut(&key).expect("queue exists");
-        queue.last_serv_time = 0;
-        queue.inject_limit = usize::from(!queue.short_ttime);
-        queue.decrease_time = now;
-    }
-
-    /// `bfq_update_inject_limit`, when the timed first request of queue `key` completes at
-    /// `now` (`rq_in_driver` still counts it): its total service time against the baseline
-    /// moves the limit down (1.5 times the baseline or more) or up; a time measured with no
-    /// other request in the drive, or lower, is the new baseline.
-    fn update_inject_limit(&mut self, key: QueueKey, now: Nanos) {
-        let total = now.saturating_sub(self.last_empty_occupied);
-        let (rqs_injected, rq_in_driver, max_rq_in_driver) =
-            (self.rqs_injected, self.rq_in_driver, self.max_rq_in_driver);
-        if let Some(queue) = self.queues.get_mut(&key) {
-            let old_limit = queue.inject_limit;
-            if queue.last_serv_time > 0 && rqs_injected {
-                let threshold = queue.last_serv_time * 3 / 2;
-                if total >= threshold && old_limit > 0 {
-                    queue.inject_limit -= 1;
-                    queue.decrease_time = now;
-                } else if total < threshold && old_limit <= max_rq_in_driver {
-                    queue.inject_limit += 1;
-                }
-            }
-            if (queue.last_serv_time == 0 && rq_in_driver == 1) || total < queue.last_serv_time {
-                if queue.last_serv_time == 0 {
-                    queue.inject_limit = old_limit.max(1);
-                }
-                queue.last_serv_time = total;
-            } else if !rqs_injected && rq_in_driver == 1 {
-                queue.last_serv_time = total;
-            }
-        }
-        self.waited_rq = None;
-        self.rqs_injected = false;
-    }
-
-    /// `idling_boosts_thr_without_issues`, on a rotational device (every device is one to
-    /// us) and without weight raising: idling helps throughput when the drive does not queue
-    /// commands, or the queue is sequential with a short think time. (BFQ also asks that the
-    /// queue be I/O bound; we take every queue to be.)
-    fn idling_boosts_throughput(&self, key: QueueKey) -> bool {
-        let queue = &self.queues[&key];
-        self.hw_tag == Some(false) || (!queue.seeky() && queue.short_ttime)
-    }
-
-    /// What `bfq_charge` would be for `request` of `queue`: its bytes, three times for async.
-    fn service_of(queue: &Queue, request: &Request) -> u64 {
-        if queue.sync {
-            request.len
-        } else {
-            request.len * ASYNC_CHARGE_FACTOR
-        }
-    }
-
-    /// The queue to take a request from while the queue in service, `active`, is empty and
-    /// idled for (`bfq_select_queue`'s injection branch): its process's own async I/O first,
-    /// unconditionally; else, when idling brings no throughput, the most recently busy queue
-    /// with budget left for its next request, while fewer than the in-service queue's inject
-    /// limit are in the drive (`bfq_choose_bfqq_for_injection`). Returns the queue, its
-    /// request, and whether this counts as injection for the limit. (BFQ's waker queues are
-    /// not modelled.)
-    fn injection(&self, active: QueueKey) -> Option<(QueueKey, (u64, RequestId), bool)> {
-        let has_room = |queue: &Queue, pick: (u64, RequestId)| {
-            Self::service_of(queue, &queue.sort[&pick].request)
-                <= queue.budget.saturating_sub(queue.service)
-        };
-        if let QueueKey::Sync(flow) = active {
-            let own_async = self
-                .queues
-                .iter()
-                .filter(|(key, queue)| matches!(key, QueueKey::Async(..)) && queue.queued() > 0)
-                .filter_map(|(key, queue)| Some((*key, queue, self.next_in(queue)?)))
-                .filter(|(_, queue, pick)| {
-                    queue.sort[pick].request.flow == flow && has_room(queue, *pick)
-                })
-                .min_by_key(|(key, _, _)| *key);
-            if let Some((key, _, pick)) = own_async {
-                return Some((key, pick, false));
-            }
-        }
-        if self.idling_boosts_throughput(active) {
-            return None;
-        }
-        // BFQ raises a limit of 0 to 1 once idling has lasted slice_idle with no baseline,
-        // but compares jiffies with slice_idle in nanoseconds, so that never happens; nor
-        // here.
-        let limit = self.queues[&active].inject_limit;
-        if self.rq_in_driver >= limit {
-            return None;
-        }
-        self.queues
-            .iter()
-            .filter(|(key, queue)| **key != active && queue.queued() > 0)
-            .filter_map(|(key, queue)| Some((*key, queue, self.next_in(queue)?)))
-            .filter(|(_, queue, pick)| has_room(queue, *pick))
-            .max_by_key(|(_, queue, _)| queue.activated)
-            .map(|(key, _, pick)| (key, pick, true))
-    }
-
-    /// Dispatches `pick` of queue `key`, which is not in service (injection): it is charged
-    /// to the queue's next turn, and a queue it empties leaves the race with its service
-    /// forgotten (`bfq_remove_request`).
-    fn take_injected(&mut self, key: QueueKey, pick: (u64, RequestId), counts: bool) -> Request {
-        let request = self.unqueue(key, pick);
-        let queue = self.queues.get_mut(&key).expect("queue exists");
-        queue.service += Self::service_of(queue, &request);
-        let leaf = queue.leaf;
-        if queue.queued() == 0 {
-            queue.service = 0;
-            self.fq.deactivate(leaf).expect("live leaf");
-        }
-        self.injected += 1;
-        if counts {
-            self.rqs_injected = true;
-        }
-        request
-    }
-
-    /// `bfq_update_hw_tag`, at a completion: whether the drive queues commands, from the most
-    /// requests seen in it over 32 samples with more than 3 requests about.
-    fn update_hw_tag(&mut self) {
-        self.max_rq_in_driver = self.max_rq_in_driver.max(self.rq_in_driver);
-        if self.hw_tag == Some(true) || self.rq_in_driver + self.queued <= 3 {
-            return;
-        }
-        if let Some(active) = self.active {
-            let queue = &self.queues[&active];
-            if queue.short_ttime && queue.in_flight + queue.queued() < 3 && self.rq_in_driver < 3
-            {
-                return;
-            }
-        }
-        self.hw_tag_samples += 1;
-        if self.hw_tag_samples <= 32 {
-            return;
-        }
-        self.hw_tag = Some(self.max_rq_in_driver > 3);
-        self.max_rq_in_driver = 0;
-        self.hw_tag_samples = 0;
-    }
-
-    /// Takes `pick` off queue `key` for the drive: its seek history, the head and the counts
-    /// of requests queued and in the drive follow.
-    fn unqueue(&mut self, key: QueueKey, pick: (u64, RequestId)) -> Request {
-        let queue = self.queues.get_mut(&key).expect("queue exists");
-        let entry = queue.sort.remove(&pick).expect("on the sort list");
-        queue.fifo.remove(&(entry.expires, pick.1));
+        let entry = queue.sort.remove(&sort_key).expect("on the sort list");
+        queue.fifo.remove(&(entry.expires, sort_key.1));
         let request = entry.request;
         let far = request.offset.abs_diff(queue.last_end) > SEEK_THRESHOLD;
         queue.seek_history = (queue.seek_history << 1) | u32::from(far);
@@ -899,18 +606,7 @@ impl Bfq {
         queue.in_flight += 1;
         self.head = request.end();
         self.queued -= 1;
-        self.rq_in_driver += 1;
-        request
-    }
-
-    /// Dispatches `sort_key` of the queue in service, `key`.
-    fn take(&mut self, key: QueueKey, sort_key: (u64, RequestId), now: Nanos) -> Request {
-        let request = self.unqueue(key, sort_key);
         self.served += request.len;
-        if self.wait_dispatch {
-            self.wait_dispatch = false;
-            self.waited_rq = Some(request.id);
-        }
         self.turn_first_dispatch.get_or_insert(now);
         request
     }
@@ -950,27 +646,12 @@ impl Policy for Bfq {
         if let Some(queue) = self.queues.get_mut(&Self::key_of(&request)) {
             queue.in_flight = queue.in_flight.saturating_sub(1);
         }
-        self.rq_in_driver = self.rq_in_driver.saturating_sub(1);
         self.queued += 1;
         self.requeued.push_back(request);
     }
 
     fn may_allocate(&self, request: &Request, in_use: usize, nr_requests: u32) -> bool {
         self.limit_depth(request, in_use, nr_requests)
-    }
-
-    fn counters(&self) -> Vec<(&'static str, f64)> {
-        vec![
-            ("bfq_injected", self.injected as f64),
-            (
-                "bfq_hw_tag",
-                match self.hw_tag {
-                    Some(true) => 1.0,
-                    Some(false) => 0.0,
-                    None => -1.0,
-                },
-            ),
-        ]
     }
 
     fn queued(&self) -> usize {
@@ -1040,11 +721,10 @@ impl Bfq {
 
     /// Queues a request.
     pub(super) fn insert_request(&mut self, request: Request, now: Nanos) {
-        let key = self.queue_for(&request, now);
+        let key = self.queue_for(&request);
         let dir = usize::from(!request.sync);
         let expires = now.saturating_add(self.fifo_expire[dir]);
         let rt = request.prio.effective_class() == IoPrioClass::Rt;
-        self.arriving(key, now);
         let queue = self.queues.get_mut(&key).expect("just made");
         let sort_key = (request.offset, request.id);
         queue.fifo.insert((expires, request.id), request.offset);
@@ -1054,8 +734,6 @@ impl Bfq {
         self.queued += 1;
         if !self.fq.is_active(leaf).expect("live leaf") {
             self.fq.activate(leaf, budget.max(len)).expect("live leaf");
-            self.activations += 1;
-            self.queues.get_mut(&key).expect("just made").activated = self.activations;
         }
         if self.active == Some(key) {
             self.idle_until = None;
@@ -1074,7 +752,6 @@ impl Bfq {
             if let Some(queue) = self.queues.get_mut(&Self::key_of(&request)) {
                 queue.in_flight += 1;
             }
-            self.rq_in_driver += 1;
             return Dispatch::Request(request);
         }
         for _ in 0..=self.queues.len() + 1 {
@@ -1086,8 +763,6 @@ impl Bfq {
                     };
                     let key = self.by_leaf[&leaf];
                     self.active = Some(key);
-                    self.carried =
-                        std::mem::take(&mut self.queues.get_mut(&key).expect("leaf's queue").service);
                     self.turn_start = now;
                     self.turn_first_dispatch = None;
                     self.served = 0;
@@ -1115,9 +790,6 @@ impl Bfq {
                 {
                     let until = *self.idle_until.get_or_insert(now + self.slice_idle);
                     if now < until {
-                        if let Some((from, pick, counts)) = self.injection(key) {
-                            return Dispatch::Request(self.take_injected(from, pick, counts));
-                        }
                         let deadline = self.turn_first_dispatch.map_or(until, |f| f + timeout);
                         return Dispatch::WaitUntil(until.min(deadline.max(now + 1)));
                     }
@@ -1145,8 +817,7 @@ impl Bfq {
                 .expect("queue has requests");
             let len = queue.sort[&pick].request.len;
             let budget = queue.budget;
-            let spent = self.served + self.carried;
-            if spent > 0 && spent + len > budget {
+            if self.served > 0 && self.served + len > budget {
                 self.expire(now, Expiration::BudgetExhausted);
                 continue;
             }
@@ -1169,13 +840,7 @@ impl Bfq {
 
     /// A dispatched request completed.
     pub(super) fn request_completed(&mut self, request: &Request, now: Nanos) {
-        let key = Self::key_of(request);
-        if self.waited_rq == Some(request.id) {
-            self.update_inject_limit(key, now);
-        }
-        self.update_hw_tag();
-        self.rq_in_driver = self.rq_in_driver.saturating_sub(1);
-        if let Some(queue) = self.queues.get_mut(&key) {
+        if let Some(queue) = self.queues.get_mut(&Self::key_of(request)) {
             queue.in_flight = queue.in_flight.saturating_sub(1);
             queue.last_completion = now;
         }
@@ -1424,134 +1089,6 @@ mod tests {
         }
     }
 
-
-    /// A seeky BE 0 reader at depth 1 that thinks 1 ms between requests, beside a BE 7
-    /// reader keeping 8 requests queued, for 3 s; each request takes 4 ms, all at once on a
-    /// `parallel` device, else one after another. Returns (requests injected, the BE 0
-    /// reader's mean total service time, its requests served, the BE 7 reader's).
-    fn think_beside_a_queue(parallel: bool) -> (u64, Nanos, u64, u64) {
-        let mut bfq = Bfq::new();
-        let access = 4 * MILLISECOND;
-        let (mut now, mut id, mut free_at) = (0, 0u64, 0);
-        let mut next_hi: Option<Nanos> = Some(0);
-        let mut lo_pending = 8;
-        let mut in_flight: Vec<(Nanos, Request)> = Vec::new();
-        let (mut hi_served, mut lo_served, mut hi_time) = (0u64, 0u64, 0);
-        let mut arrived: BTreeMap<RequestId, Nanos> = BTreeMap::new();
-        let offset = |id: u64| (id * 7919 % 1000) << 30;
-        while now < 3 * SECOND {
-            if next_hi.is_some_and(|at| at <= now) {
-                next_hi = None;
-                id += 1;
-                let mut r = request(id, Op::Read, offset(id), 4096);
-                (r.flow, r.prio) = (FlowId(1), be(0));
-                arrived.insert(r.id, now);
-                bfq.insert(r, now);
-            }
-            while lo_pending > 0 {
-                lo_pending -= 1;
-                id += 1;
-                let mut r = request(id, Op::Read, offset(id), 4096);
-                (r.flow, r.prio) = (FlowId(2), be(7));
-                bfq.insert(r, now);
-            }
-            let wait_until = loop {
-                match bfq.dispatch(now) {
-                    Dispatch::Request(r) => {
-                        let done = if parallel {
-                            now + access
-                        } else {
-                            free_at = free_at.max(now) + access;
-                            free_at
-                        };
-                        in_flight.push((done, r));
-                    }
-                    Dispatch::WaitUntil(t) => break Some(t),
-                    Dispatch::Empty => break None,
-                }
-            };
-            let next = in_flight
-                .iter()
-                .map(|(at, _)| *at)
-                .chain(next_hi)
-                .chain(wait_until)
-                .min()
-                .expect("something is pending");
-            now = next.max(now + 1);
-            in_flight.sort_by_key(|(at, r)| (*at, r.id));
-            while in_flight.first().is_some_and(|(at, _)| *at <= now) {
-                let (at, r) = in_flight.remove(0);
-                bfq.completed(&r, at);
-                if r.flow == FlowId(1) {
-                    hi_served += 1;
-                    hi_time += at - arrived.remove(&r.id).expect("arrived");
-                    next_hi = Some(at + MILLISECOND);
-                } else {
-                    lo_served += 1;
-                    lo_pending += 1;
-                }
-            }
-        }
-        (bfq.injected, hi_time / hi_served.max(1), hi_served, lo_served)
-    }
-
-    // Proves I/O injection (bfq_choose_bfqq_for_injection, bfq_update_inject_limit): while
-    // a seeky queue of the larger weight is idled for, the other queue's requests fill the
-    // drive when they do not slow the idled-for queue's requests (a drive serving them side
-    // by side), and hardly at all when they would (one at a time): there the limit falls
-    // back whenever the measured total service time reaches 1.5 times the baseline, and the
-    // idled-for queue keeps its latency.
-    #[test]
-    fn injection_fills_idle_time_only_while_it_costs_nothing() {
-        let (side_by_side, parallel_time, hi_parallel, lo_parallel) = think_beside_a_queue(true);
-        let (one_by_one, serial_time, hi_serial, _) = think_beside_a_queue(false);
-        assert!(
-            side_by_side > 100 && lo_parallel > hi_parallel,
-            "injected {side_by_side}: served {hi_parallel} and {lo_parallel}"
-        );
-        assert!(
-            one_by_one * 4 < side_by_side,
-            "injected {one_by_one} one at a time, {side_by_side} side by side"
-        );
-        // Alone its request takes 4 ms; side by side injection costs it nothing.
-        assert!(
-            parallel_time <= 5 * MILLISECOND,
-            "{parallel_time} ns side by side"
-        );
-        // One at a time, an injected request ahead of it can cost one access, rarely more.
-        assert!(
-            serial_time < 8 * MILLISECOND && hi_serial > 200,
-            "{serial_time} ns one at a time, {hi_serial} served"
-        );
-    }
-
-    // Proves a process's own async I/O is injected unconditionally while bfq idles for its
-    // sync queue (the first case of bfq_select_queue's injection branch), and another
-    // process's is not while the limit is 0.
-    #[test]
-    fn a_process_own_async_writes_go_while_its_reads_are_idled_for() {
-        for (writer, injected) in [(1, true), (2, false)] {
-            let mut bfq = Bfq::new();
-            let mut r = request(1, Op::Read, 0, 65536);
-            r.flow = FlowId(1);
-            bfq.insert(r, 0);
-            let Dispatch::Request(r) = bfq.dispatch(0) else {
-                panic!("the read is served")
-            };
-            bfq.completed(&r, MILLISECOND);
-            let mut w = request(2, Op::Write, 1 << 30, 4096);
-            (w.flow, w.sync) = (FlowId(writer), false);
-            bfq.insert(w, MILLISECOND);
-            match bfq.dispatch(MILLISECOND) {
-                Dispatch::Request(w) => {
-                    assert!(injected, "flow {writer}'s write went during the idle");
-                    assert_eq!(w.id, RequestId(2));
-                }
-                Dispatch::WaitUntil(_) => assert!(!injected, "flow {writer}'s write waited"),
-                Dispatch::Empty => panic!("a write is queued"),
-            }
-        }
-    }
 
     /// Offers request `id` (`op` at `id` MiB, sync or not, of `flow` at `prio`) to `elevator`.
     fn offer(
