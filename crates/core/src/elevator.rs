@@ -8,7 +8,8 @@
 
 use crate::group::Groups;
 use crate::policy::{Dispatch, Policy};
-use crate::request::{MergeLimits, Op, Request};
+use crate::qos::Qos;
+use crate::request::{FlowId, MergeLimits, Op, Request};
 use crate::stage::Stage;
 use crate::time::Nanos;
 use crate::tunable::{self, TunableError, TunableSpec, Unit};
@@ -150,6 +151,16 @@ impl Elevator {
             stage.set_groups(groups);
         }
         self.policy.set_groups(groups);
+    }
+
+    /// Hands a job's own QoS (`qos_*`) to the policy.
+    pub fn set_flow_qos(&mut self, flow: FlowId, qos: Qos) {
+        self.policy.set_flow_qos(flow, qos);
+    }
+
+    /// Whether the policy reads QoS settings.
+    pub fn uses_qos(&self) -> bool {
+        self.policy.uses_qos()
     }
 
     /// Requests held by the stage or released and waiting for a scheduler request.

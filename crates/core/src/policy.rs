@@ -22,7 +22,8 @@
 //! than the elevator lets in (`nr_requests`), so each is a state machine that is cheap to test.
 
 use crate::group::Groups;
-use crate::request::{MergeLimits, Request};
+use crate::qos::Qos;
+use crate::request::{FlowId, MergeLimits, Request};
 use crate::time::Nanos;
 use crate::tunable::{TunableError, TunableSpec};
 
@@ -100,6 +101,18 @@ pub trait Policy: Send {
     /// and whenever they change. Policies without groups ignore it.
     fn set_groups(&mut self, groups: &Groups) {
         let _ = groups;
+    }
+
+    /// A job's own QoS (the job file's `qos_*` options), before any of its requests. Only
+    /// the policies that take QoS settings keep it.
+    fn set_flow_qos(&mut self, flow: FlowId, qos: Qos) {
+        let _ = (flow, qos);
+    }
+
+    /// Whether this policy reads QoS settings (a job's `qos_*`, a cgroup's `qos.*`): an
+    /// engine notes settings that a policy would ignore.
+    fn uses_qos(&self) -> bool {
+        false
     }
 
     /// The tunables this policy publishes.

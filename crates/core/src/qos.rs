@@ -6,7 +6,10 @@
 //! file's `qos_*` options). Sizes read as fio reads them with its default `kb_base=1024`: `K`,
 //! `KB` and `KiB` are all 1024 bytes, `M`, `MB`, `MiB` 1024 KiB, and so on.
 
+use crate::group::{GroupId, Groups};
+use crate::request::{FlowId, Request};
 use crate::time::{Nanos, SECOND};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// A rate: bytes or requests per second.
@@ -275,6 +278,78 @@ impl Qos {
         match self.burst {
             Some(Amount::Bytes(n)) | Some(Amount::Requests(n)) => n,
             None => 0,
+        }
+    }
+}
+
+/// Who a QoS client is: a cgroup that states QoS, or a flow (a job).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum QosKey {
+    /// A cgroup with a `qos.*` file set: all of its jobs together.
+    Group(GroupId),
+    /// A job on its own (with its `qos_*` options, or none).
+    Flow(FlowId),
+}
+
+/// The QoS settings a QoS policy knows: each cgroup's `qos.*` and each job's `qos_*`, and
+/// whose a request is. A cgroup that states any QoS is one client for all of its jobs; any
+/// other job is a client of its own, with its own settings or none.
+#[derive(Clone, Debug, Default)]
+pub struct QosTable {
+    /// By group id: the group's QoS if it states any.
+    groups: Vec<Option<Qos>>,
+    /// Jobs' own QoS (at most one entry per job of the run).
+    flows: BTreeMap<FlowId, Qos>,
+}
+
+impl QosTable {
+    /// Takes the cgroups' `qos.*` settings.
+    pub fn set_groups(&mut self, groups: &Groups) {
+        self.groups = groups
+            .ids()
+            .map(|id| Some(groups.settings(id).qos).filter(Qos::is_set))
+            .collect();
+    }
+
+    /// Takes a job's own QoS.
+    pub fn set_flow(&mut self, flow: FlowId, qos: Qos) {
+        if qos.is_set() {
+            self.flows.insert(flow, qos);
+        } else {
+            self.flows.remove(&flow);
+        }
+    }
+
+    /// The client `request` belongs to, and its settings.
+    pub fn client(&self, request: &Request) -> (QosKey, Qos) {
+        match self.groups.get(request.group.0 as usize).copied().flatten() {
+            Some(qos) => (QosKey::Group(request.group), qos),
+            None => (
+                QosKey::Flow(request.flow),
+                self.flows.get(&request.flow).copied().unwrap_or_default(),
+            ),
+        }
+    }
+
+    /// A cgroup's own QoS (none stated: the default).
+    pub fn group(&self, group: GroupId) -> Qos {
+        self.groups
+            .get(group.0 as usize)
+            .copied()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// A job's own QoS (none stated: the default).
+    pub fn flow(&self, flow: FlowId) -> Qos {
+        self.flows.get(&flow).copied().unwrap_or_default()
+    }
+
+    /// The client `request` belongs to.
+    pub fn key(&self, request: &Request) -> QosKey {
+        match self.groups.get(request.group.0 as usize) {
+            Some(Some(_)) => QosKey::Group(request.group),
+            _ => QosKey::Flow(request.flow),
         }
     }
 }

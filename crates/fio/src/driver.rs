@@ -606,6 +606,38 @@ pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     }
 }
 
+/// Hands each job's own QoS (`qos_*`) to the policy, job `index` being flow `index` as the
+/// engines number them. Returns a note when QoS is stated (by a job, or by a cgroup's `qos.*`)
+/// and the policy does not read it.
+pub fn apply_qos(
+    elevator: &mut iosched_core::Elevator,
+    jobs: &[JobSpec],
+    groups: &iosched_core::group::Groups,
+) -> Option<String> {
+    let mut stated = Vec::new();
+    for (index, spec) in jobs.iter().enumerate() {
+        if spec.qos.is_set() {
+            elevator.set_flow_qos(iosched_core::FlowId(index as u32), spec.qos);
+            if spec.clone == 0 {
+                stated.push(format!("{}: job {:?}: qos_*", spec.location, spec.name));
+            }
+        }
+    }
+    for id in groups.ids() {
+        if groups.settings(id).qos.is_set() {
+            stated.push(format!("cgroup {}: qos.*", groups.path(id)));
+        }
+    }
+    if stated.is_empty() || elevator.uses_qos() {
+        return None;
+    }
+    Some(format!(
+        "{}: ignored: policy {} does not read QoS settings (pclock, htbs and mclock do)",
+        stated.join("; "),
+        elevator.policy().name()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -440,6 +440,9 @@ pub struct JobSpec {
     pub cgroup: String,
     /// cgroup weight for the job's group (`cgroup_weight`), if set.
     pub cgroup_weight: Option<u32>,
+    /// The job's own QoS, for the policies that take it (iosched's `qos_rate`, `qos_burst`,
+    /// `qos_delay`, `qos_reservation`, `qos_weight`, `qos_limit`; not fio's).
+    pub qos: iosched_core::Qos,
 
     /// Choose random offsets with replacement instead of covering every block once per pass
     /// (`norandommap`).
@@ -561,6 +564,7 @@ impl JobSpec {
             cmdprio: [None, None],
             cgroup: "/".into(),
             cgroup_weight: None,
+            qos: iosched_core::Qos::default(),
             norandommap: false,
             randrepeat: true,
             randseed: None,

@@ -233,6 +233,11 @@ impl Simulation {
             .map_err(SimError::new)?;
         elevator.set_groups(&groups);
         let mut notes: Vec<String> = file.notes.iter().map(|n| n.to_string()).collect();
+        notes.extend(iosched_fio::driver::apply_qos(
+            &mut elevator,
+            &file.jobs,
+            &groups,
+        ));
         for spec in &file.jobs {
             let Some(verify) = &spec.verify else {
                 continue;

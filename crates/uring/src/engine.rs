@@ -392,6 +392,11 @@ impl Engine {
             own.push(uring);
         }
         elevator.set_groups(&groups);
+        notes.extend(iosched_fio::driver::apply_qos(
+            &mut elevator,
+            &file.jobs,
+            &groups,
+        ));
         let core = Core::new(elevator, depth)?;
         // Logs open last, once nothing else can refuse the run: a refused run leaves none.
         if config.write_logs {

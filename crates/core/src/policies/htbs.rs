@@ -20,17 +20,18 @@
 //! the smallest finish tag overall becomes the active one.
 //!
 //! A cgroup with any `qos.*` file set is one application for all of its jobs; any other job
-//! is an application of its own. Where a setting is missing: no rate means the bucket never
+//! is an application of its own, with its `qos_*` job options if it has any
+//! ([`crate::qos::QosTable`]). Where a setting is missing: no rate means the bucket never
 //! runs out (every start tag is the arrival), no burst means one request's worth, and no
 //! delay means `default_delay`. Rates in bytes per second count tokens in bytes (a request
 //! costs its size); in IOPS, in requests. Not modelled: request merging (requests are
 //! dispatched as they came).
 
 use super::PolicyInfo;
-use crate::group::{GroupId, Groups};
+use crate::group::Groups;
 use crate::policy::{Dispatch, Policy};
-use crate::qos::{Qos, Rate};
-use crate::request::{FlowId, MergeLimits, Request, RequestId};
+use crate::qos::{Qos, QosKey as AppKey, QosTable, Rate};
+use crate::request::{FlowId, Request, RequestId};
 use crate::time::{from_millis, Nanos, MILLISECOND, SECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
 use std::collections::{BTreeMap, VecDeque};
@@ -93,13 +94,6 @@ const MAX_APPLICATIONS: usize = 4096;
 const SEEK_THRESHOLD: u64 = 800 * 512;
 /// Of the last 8 requests, this many seeks make a pattern random.
 const RANDOM_SEEKS: u32 = 4;
-
-/// Who an application is: a cgroup with QoS settings, or a flow (a job).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum AppKey {
-    Group(GroupId),
-    Flow(FlowId),
-}
 
 /// An application's QoS and token bucket.
 #[derive(Debug)]
@@ -179,8 +173,8 @@ pub struct Tagged {
     /// Requests the device handed back, sent again first.
     requeued: VecDeque<Request>,
     queued: usize,
-    /// QoS of each cgroup that states any, by group id.
-    group_qos: Vec<Option<Qos>>,
+    /// Whose each request is, and their settings.
+    qos: QosTable,
     /// HTBS: the active application and how many it dispatched in a row.
     active: Option<AppKey>,
     in_a_row: u64,
@@ -202,7 +196,7 @@ impl Tagged {
             by_finish: BTreeMap::new(),
             requeued: VecDeque::new(),
             queued: 0,
-            group_qos: Vec::new(),
+            qos: QosTable::default(),
             active: None,
             in_a_row: 0,
             switches_b_max: 0,
@@ -211,13 +205,6 @@ impl Tagged {
             b_max: HTBS_TUNABLES[0].default,
             t_wait: from_millis(HTBS_TUNABLES[1].default),
             default_delay: from_millis(DEFAULT_DELAY.default),
-        }
-    }
-
-    fn key_of(&self, request: &Request) -> (AppKey, Qos) {
-        match self.group_qos.get(request.group.0 as usize).copied().flatten() {
-            Some(qos) => (AppKey::Group(request.group), qos),
-            None => (AppKey::Flow(request.flow), Qos::default()),
         }
     }
 
@@ -303,23 +290,19 @@ impl Policy for Tagged {
     }
 
     fn set_groups(&mut self, groups: &Groups) {
-        self.group_qos = groups
-            .ids()
-            .map(|id| Some(groups.settings(id).qos).filter(Qos::is_set))
-            .collect();
+        self.qos.set_groups(groups);
     }
 
-    fn try_merge(
-        &mut self,
-        request: Request,
-        _limits: MergeLimits,
-        _now: Nanos,
-    ) -> Result<(), Request> {
-        Err(request)
+    fn set_flow_qos(&mut self, flow: FlowId, qos: Qos) {
+        self.qos.set_flow(flow, qos);
+    }
+
+    fn uses_qos(&self) -> bool {
+        true
     }
 
     fn insert(&mut self, request: Request, now: Nanos) {
-        let (key, qos) = self.key_of(&request);
+        let (key, qos) = self.qos.client(&request);
         if !self.apps.contains_key(&key) && self.apps.len() >= MAX_APPLICATIONS {
             self.forget_idle();
         }
@@ -334,7 +317,7 @@ impl Policy for Tagged {
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         if let Some(request) = self.requeued.pop_front() {
             self.queued -= 1;
-            let (key, _) = self.key_of(&request);
+            let key = self.qos.key(&request);
             if let Some(app) = self.apps.get_mut(&key) {
                 app.in_flight += 1;
             }
@@ -350,7 +333,7 @@ impl Policy for Tagged {
     }
 
     fn completed(&mut self, request: &Request, now: Nanos) {
-        let (key, _) = self.key_of(request);
+        let key = self.qos.key(request);
         if let Some(app) = self.apps.get_mut(&key) {
             app.in_flight = app.in_flight.saturating_sub(1);
             app.last_completion = now;
@@ -358,7 +341,7 @@ impl Policy for Tagged {
     }
 
     fn requeue(&mut self, request: Request, _now: Nanos) {
-        let (key, _) = self.key_of(&request);
+        let key = self.qos.key(&request);
         if let Some(app) = self.apps.get_mut(&key) {
             app.in_flight = app.in_flight.saturating_sub(1);
         }
@@ -424,6 +407,7 @@ impl Policy for Tagged {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::group::GroupId;
     use crate::testing::request;
     use crate::Op;
 

@@ -176,6 +176,12 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "verify",
             "do_verify",
             "ioscheduler",
+            "qos_rate",
+            "qos_burst",
+            "qos_delay",
+            "qos_reservation",
+            "qos_weight",
+            "qos_limit",
             "rwmixread",
             "rwmixwrite",
             "prio",
@@ -537,7 +543,7 @@ mod tests {
         for name in explicit().keys() {
             assert!(
                 table::find(name).is_some_and(|o| o.name == *name),
-                "{name} is not a fio option name"
+                "{name} is not an option name (fio's or iosched's)"
             );
         }
     }

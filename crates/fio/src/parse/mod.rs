@@ -72,6 +72,7 @@ mod disposition;
 mod expand;
 mod fio_options;
 mod ini;
+mod iosched_options;
 mod resolve;
 mod settings;
 mod table;

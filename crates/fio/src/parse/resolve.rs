@@ -16,6 +16,7 @@
 //! It also refuses and notes what depends on the job as a whole: the engine, engine options
 //! used with another engine, buffered I/O. `verify` is resolved into [`crate::Verify`] and left
 //! to the engine (the simulator refuses its read-back phase, the real engine runs it).
+//! iosched's own `qos_*` options are read into [`JobSpec::qos`] by [`iosched_core::Qos::set`].
 
 use super::disposition::{ASYNC_ENGINES, SYNC_ENGINES};
 use super::settings::{split_colon_list, Setting, Settings, Size, Value};
@@ -780,6 +781,17 @@ impl Resolver<'_> {
             };
         }
         spec.cgroup_weight = self.int("cgroup_weight").map(to_u32);
+        for setting in iosched_core::qos::QOS_SETTINGS {
+            let name = format!("qos_{setting}");
+            if let Some(text) = self.text(&name) {
+                spec.qos.set(setting, text).map_err(|error| {
+                    self.error(
+                        &name,
+                        format!("job {display_name:?}: {name}={text}: {error}"),
+                    )
+                })?;
+            }
+        }
         spec.ioscheduler = self.text("ioscheduler").map(str::to_string);
         // fio switches the device to this scheduler; here it names the policy that runs, so an
         // unknown name is refused at its line.

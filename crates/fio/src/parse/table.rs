@@ -3,9 +3,10 @@
 //! The entries themselves are generated from fio's source into [`super::fio_options`]; this file
 //! holds the types they use and the ways the parser finds an option: by name or alias (both
 //! case-sensitive, as fio's `o_match` compares with `strcmp`), and, for an unknown name, the
-//! nearest known one.
+//! nearest known one. iosched's own options ([`super::iosched_options`]) are found beside fio's.
 
 use super::fio_options::FIO_OPTIONS;
+use super::iosched_options::IOSCHED_OPTIONS;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -95,11 +96,11 @@ fn by_name() -> &'static HashMap<&'static str, &'static FioOption> {
     static INDEX: OnceLock<HashMap<&'static str, &'static FioOption>> = OnceLock::new();
     INDEX.get_or_init(|| {
         let mut index = HashMap::with_capacity(FIO_OPTIONS.len() * 2);
-        for option in FIO_OPTIONS {
+        for option in every() {
             index.insert(option.name, option);
         }
         // Aliases second: an option's own name wins over another option's alias.
-        for option in FIO_OPTIONS {
+        for option in every() {
             if let Some(alias) = option.alias {
                 index.entry(alias).or_insert(option);
             }
@@ -119,6 +120,11 @@ pub(super) fn all() -> &'static [FioOption] {
     FIO_OPTIONS
 }
 
+/// fio's options, then iosched's own.
+fn every() -> impl Iterator<Item = &'static FioOption> {
+    FIO_OPTIONS.iter().chain(IOSCHED_OPTIONS)
+}
+
 /// The known option nearest to an unknown `name`, if it is close enough to be a likely typo.
 /// Same rule as fio's `show_closest_option`: Levenshtein distance at most half the length.
 pub(super) fn nearest(name: &str) -> Option<&'static str> {
@@ -127,7 +133,7 @@ pub(super) fn nearest(name: &str) -> Option<&'static str> {
         return None;
     }
     let mut best: Option<(usize, &'static str)> = None;
-    for option in FIO_OPTIONS {
+    for option in every() {
         for candidate in std::iter::once(option.name).chain(option.alias) {
             let distance = levenshtein(name, candidate);
             if best.is_none_or(|(best_distance, _)| distance < best_distance) {
@@ -210,6 +216,9 @@ mod tests {
             if let Some(alias) = option.alias {
                 assert!(!seen.contains(alias), "alias {alias} shadows an option");
             }
+        }
+        for option in IOSCHED_OPTIONS {
+            assert!(seen.insert(option.name), "{} is fio's too", option.name);
         }
     }
 }

@@ -912,3 +912,38 @@ fn error_handling_options() {
     assert!(error("[j]\nignore_error=EBOGUS\n").contains("ignore_error"));
     assert!(error("[j]\nignore_error=1,2,3,4\n").contains("ignore_error"));
 }
+
+// iosched's qos_* options: read with units into the job's QoS, inherited from [global] like
+// any option, each job (and clone) keeping its own; a bad value names the line, the job, the
+// option and why; a typo is suggested.
+#[test]
+fn qos_options_read_into_the_job() {
+    use iosched_core::qos::{Amount as Burst, Rate};
+    let file = parse(
+        "[global]\nqos_delay=100ms\n[app1]\nqos_rate=8800KiB/s\nqos_burst=64KiB\n\
+         [app2]\nnumjobs=2\nqos_reservation=100iops\nqos_weight=3\nqos_limit=250iops\n",
+    )
+    .unwrap();
+    let app1 = &file.jobs[0].qos;
+    assert_eq!(app1.rate, Some(Rate::Bytes(8800 * 1024)));
+    assert_eq!(app1.burst, Some(Burst::Bytes(65536)));
+    assert_eq!(app1.delay, Some(100 * 1_000_000));
+    for clone in &file.jobs[1..] {
+        assert_eq!(clone.qos.reservation, Some(Rate::Iops(100)));
+        assert_eq!(clone.qos.weight, Some(3));
+        assert_eq!(clone.qos.limit, Some(Rate::Iops(250)));
+        assert_eq!(clone.qos.delay, Some(100 * 1_000_000), "from [global]");
+    }
+    assert!(!job("[plain]\n").qos.is_set());
+    assert_eq!(
+        error("[a]\nqos_reservation=100iops\nqos_limit=50iops\n"),
+        "t.fio:3: job \"a\": qos_limit=50iops: the limit 50iops is below the reservation 100iops"
+    );
+    assert_eq!(
+        error("[a]\nqos_rate=-5KiB/s\n"),
+        "t.fio:2: job \"a\": qos_rate=-5KiB/s: -5: must be positive"
+    );
+    assert!(error("[a]\nqos_weight=0\n").contains("weight 0 is outside 1..=10000"));
+    assert!(error("[a]\nqos_delay=0\n").contains("qos_delay=0: 0: must be positive"));
+    assert!(error("[a]\nqos_rte=5iops\n").contains("did you mean \"qos_rate\""));
+}
