@@ -181,7 +181,7 @@
 //! ```
 
 mod cgroups;
-mod heap;
+pub(crate) mod heap;
 mod hierarchy;
 #[cfg(test)]
 mod model;

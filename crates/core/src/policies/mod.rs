@@ -63,6 +63,7 @@ register! {
     cfq,
     bfq,
     htbs,
+    mclock,
     grouped,
     latency,
 }
