@@ -124,7 +124,7 @@ proptest! {
     fn every_request_completes_exactly_once(
         shapes in proptest::collection::vec(job_shape(), 1..5),
         seed in any::<u64>(),
-        policy in prop_oneof![Just("noop"), Just("deadline"), Just("anticipatory"), Just("cfq"), Just("grouped-deadline"), Just("grouped-cfq"), Just("bfq"), Just("latency"), Just("pclock"), Just("htbs")],
+        policy in prop_oneof![Just("noop"), Just("deadline"), Just("anticipatory"), Just("cfq"), Just("grouped-deadline"), Just("grouped-cfq"), Just("bfq"), Just("latency"), Just("pclock"), Just("htbs"), Just("mclock")],
         latency_us in 50u64..5000,
         parallelism in 1u32..4,
         depth in 1u32..32,

@@ -647,6 +647,15 @@ fn policy_promise(policy: &str, e: &Elevator, load: &Load, job: &Job, grouped: b
             let run = e.get("B_max").unwrap() * (ms(e, "T_wait") + load.svc);
             Promise::Within(load.queues * run + fifo)
         }
+        "mclock" => {
+            // No flow of these mixes states a QoS: every job is a client of weight 1, served
+            // by proportion tags that advance by each request's cost (one per 4 KiB). Before
+            // a request, its own job's queued requests go, and for each of them every other
+            // job gets as much cost: up to the largest size over the smallest requests each.
+            let sizes: Vec<u64> = load.mix.jobs.iter().map(|j| j.block_kib).collect();
+            let ratio = sizes.iter().max().unwrap() / sizes.iter().min().unwrap();
+            Promise::Within(fifo * (1 + ratio * load.queues))
+        }
         "latency" => {
             // A background rank with nothing in flight goes once its oldest request has
             // waited a window; a window is window_ms, 16 targets, or 5 foreground completions.
