@@ -23,7 +23,9 @@ use criterion::{BenchmarkId, Criterion};
 use iosched_core::fq::{FairQueue, FqGroupId, LeafId};
 use iosched_core::IoPrioClass;
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common;
 
 const SIZES: [usize; 4] = [10, 100, 1_000, 10_000];
 /// dmclock's cost per add+pull at each size, in ns (REFERENCE.md).
@@ -126,37 +128,11 @@ impl Bench {
     }
 }
 
-/// Nanoseconds this thread has spent on a CPU (Linux's schedstat), if available. On a shared
-/// machine this leaves out the time the thread waited for a core. It is updated at scheduler
-/// ticks and switches, so it needs long runs.
-fn cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// Best-of-`runs` ns per request over `count` requests: (wall clock, on-CPU time).
 fn measure(bench: &mut Bench, count: usize, runs: usize) -> (f64, Option<f64>) {
-    let mut best = f64::INFINITY;
-    let mut best_cpu: Option<f64> = None;
-    for _ in 0..runs {
-        let cpu_start = cpu_ns();
-        let start = Instant::now();
-        for _ in 0..count {
-            bench.request();
-        }
-        let elapsed = start.elapsed().as_nanos() as f64 / count as f64;
-        best = best.min(elapsed);
-        if let (Some(a), Some(b)) = (cpu_start, cpu_ns()) {
-            let cpu = b.saturating_sub(a) as f64 / count as f64;
-            best_cpu = Some(best_cpu.map_or(cpu, |c: f64| c.min(cpu)));
-        }
-    }
+    let result = common::measure(|| bench.request(), count, runs);
     black_box(&bench.fq);
-    (best, best_cpu)
+    result
 }
 
 fn summary() {

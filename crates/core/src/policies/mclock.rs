@@ -134,8 +134,9 @@ fn heap_tag(key: u128) -> i128 {
 /// How far one unit of cost moves a tag.
 #[derive(Clone, Copy, Debug)]
 struct Step {
-    /// Tag per unit (ns x 2^32).
-    per_unit: i128,
+    /// Tag per unit (ns x 2^32): below 2^62, so that any u64 count of units times it fits
+    /// an i128.
+    per_unit: u64,
     /// The unit: bytes, else requests (for a rate) or 4 KiB (for the weight).
     bytes: bool,
     weight: bool,
@@ -145,7 +146,7 @@ impl Step {
     fn of_rate(rate: Rate) -> Step {
         let (per_second, bytes) = rate.per_second();
         Step {
-            per_unit: ((i128::from(SECOND) << FRACTION) / i128::from(per_second.max(1))).max(1),
+            per_unit: ((SECOND << FRACTION) / per_second.max(1)).max(1),
             bytes,
             weight: false,
         }
@@ -153,7 +154,7 @@ impl Step {
 
     fn of_weight(weight: u32) -> Step {
         Step {
-            per_unit: (i128::from(SECOND) << FRACTION) / i128::from(weight.max(1)),
+            per_unit: (SECOND << FRACTION) / u64::from(weight.max(1)),
             bytes: false,
             weight: true,
         }
@@ -168,7 +169,7 @@ impl Step {
         } else {
             1
         };
-        clamp(self.per_unit.saturating_mul(i128::from(units)))
+        clamp((u128::from(self.per_unit) * u128::from(units)) as i128)
     }
 }
 
@@ -199,7 +200,6 @@ struct Client {
     /// Added to its proportion tags, set when it returns from idle.
     prop_delta: i128,
     last_arrival: Option<Nanos>,
-    in_flight: u32,
 }
 
 impl Client {
@@ -216,7 +216,6 @@ impl Client {
             shift: 0,
             prop_delta: 0,
             last_arrival: None,
-            in_flight: 0,
         };
         client.configure(qos);
         client
@@ -258,7 +257,7 @@ enum Phase {
 pub struct Mclock {
     qos: QosTable,
     clients: Vec<Option<Client>>,
-    slots: HashMap<QosKey, u32>,
+    slots: Slots,
     free: Vec<u32>,
     /// Clients with a reservation and work, by their first request's reservation tag.
     by_reservation: Heap,
@@ -293,7 +292,7 @@ impl Mclock {
         Mclock {
             qos: QosTable::default(),
             clients: Vec::new(),
-            slots: HashMap::new(),
+            slots: Slots::default(),
             free: Vec::new(),
             by_reservation: Heap::default(),
             reservation_at: Vec::new(),
@@ -322,10 +321,14 @@ impl Mclock {
     }
 
     /// The slot of `key`, made for it if new.
-    fn slot(&mut self, key: QosKey, qos: Qos) -> u32 {
-        if let Some(&slot) = self.slots.get(&key) {
+    fn slot(&mut self, key: QosKey) -> u32 {
+        if let Some(slot) = self.slots.get(key) {
             return slot;
         }
+        let qos = match key {
+            QosKey::Group(group) => self.qos.group(group),
+            QosKey::Flow(flow) => self.qos.flow(flow),
+        };
         if self.slots.len() >= MAX_CLIENTS {
             self.forget_idle();
         }
@@ -350,21 +353,24 @@ impl Mclock {
         slot
     }
 
-    /// Forgets the clients with nothing queued or in flight (dmclock's `erase_age`).
+    /// Forgets the clients with nothing queued (dmclock erases a client that sent nothing for
+    /// `erase_age`; here only when the table is full, so a client forgotten had nothing
+    /// queued when more than `MAX_CLIENTS` others were seen).
     fn forget_idle(&mut self) {
         for slot in 0..self.clients.len() as u32 {
             let forget = self.clients[slot as usize]
                 .as_ref()
-                .is_some_and(|c| c.queue.is_empty() && c.in_flight == 0);
+                .is_some_and(|c| c.queue.is_empty());
             if forget {
                 let client = self.clients[slot as usize].take().expect("live");
-                self.slots.remove(&client.key);
+                self.slots.remove(client.key);
                 self.free.push(slot);
             }
         }
     }
 
     /// Puts client `slot` in the heaps its first request belongs in (none when it has none).
+    #[inline]
     fn place(&mut self, slot: u32, now: Nanos) {
         let client = self.client(slot);
         let reservation = client.head_reservation();
@@ -417,7 +423,6 @@ impl Mclock {
     fn serve(&mut self, slot: u32, phase: Phase, now: Nanos) -> Request {
         let client = self.client_mut(slot);
         let queued = client.queue.pop_front().expect("a placed client has work");
-        client.in_flight += 1;
         if phase != Phase::Reservation {
             if let Some(step) = client.reservation {
                 // reduce_reservation_tags: weight-phase service is not charged to the
@@ -438,7 +443,73 @@ impl Mclock {
     }
 }
 
+/// Client slots by key: flows and groups are small numbers in a run (job and cgroup
+/// indexes), looked up in arrays; any beyond `DENSE_IDS` in a map.
+#[derive(Default)]
+struct Slots {
+    flows: Vec<u32>,
+    groups: Vec<u32>,
+    others: HashMap<QosKey, u32>,
+    len: usize,
+}
+
+/// Ids below this are array indexes.
+const DENSE_IDS: usize = 1 << 16;
+
+impl Slots {
+    fn array(&mut self, key: QosKey) -> Option<(&mut Vec<u32>, usize)> {
+        let (array, id) = match key {
+            QosKey::Flow(flow) => (&mut self.flows, flow.0 as usize),
+            QosKey::Group(group) => (&mut self.groups, group.0 as usize),
+        };
+        (id < DENSE_IDS).then_some((array, id))
+    }
+
+    #[inline]
+    fn get(&self, key: QosKey) -> Option<u32> {
+        let (array, id) = match key {
+            QosKey::Flow(flow) => (&self.flows, flow.0 as usize),
+            QosKey::Group(group) => (&self.groups, group.0 as usize),
+        };
+        if id < DENSE_IDS {
+            array.get(id).copied().filter(|&slot| slot != ABSENT)
+        } else {
+            self.others.get(&key).copied()
+        }
+    }
+
+    fn insert(&mut self, key: QosKey, slot: u32) {
+        self.len += 1;
+        match self.array(key) {
+            Some((array, id)) => {
+                if array.len() <= id {
+                    array.resize(id + 1, ABSENT);
+                }
+                array[id] = slot;
+            }
+            None => {
+                self.others.insert(key, slot);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: QosKey) {
+        self.len -= 1;
+        match self.array(key) {
+            Some((array, id)) => array[id] = ABSENT,
+            None => {
+                self.others.remove(&key);
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
 /// Puts `slot` in `heap` with `tag`, moves it there, or takes it out (`None`).
+#[inline]
 fn set(heap: &mut Heap, at: &mut [u32], slot: u32, tag: Option<i128>) {
     let position = at[slot as usize];
     match (tag, position) {
@@ -472,8 +543,7 @@ impl Policy for Mclock {
     }
 
     fn insert(&mut self, request: Request, now: Nanos) {
-        let (key, qos) = self.qos.client(&request);
-        let slot = self.slot(key, qos);
+        let slot = self.slot(self.qos.key(&request));
         let t = tag_at(now);
         if self.client(slot).idle(now, self.idle_age) {
             if let Some(lowest) = self.lowest_proportion(slot, now) {
@@ -510,10 +580,6 @@ impl Policy for Mclock {
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         if let Some(request) = self.requeued.pop_front() {
             self.queued -= 1;
-            let key = self.qos.key(&request);
-            if let Some(&slot) = self.slots.get(&key) {
-                self.client_mut(slot).in_flight += 1;
-            }
             return Dispatch::Request(request);
         }
         if self.queued == 0 {
@@ -549,20 +615,9 @@ impl Policy for Mclock {
         Dispatch::WaitUntil(time_of(next).max(now + 1))
     }
 
-    fn completed(&mut self, request: &Request, _now: Nanos) {
-        let key = self.qos.key(request);
-        if let Some(&slot) = self.slots.get(&key) {
-            let client = self.client_mut(slot);
-            client.in_flight = client.in_flight.saturating_sub(1);
-        }
-    }
-
     fn requeue(&mut self, request: Request, _now: Nanos) {
-        let key = self.qos.key(&request);
-        if let Some(&slot) = self.slots.get(&key) {
-            let client = self.client_mut(slot);
-            client.in_flight = client.in_flight.saturating_sub(1);
-        }
+        // Tags are taken at arrival (dmclock's add_request): a request handed back goes out
+        // again first, its tags already counted.
         self.queued += 1;
         self.requeued.push_back(request);
     }
