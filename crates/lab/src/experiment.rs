@@ -346,9 +346,9 @@ pub fn discover(root: &Path) -> Result<Vec<Experiment>> {
 }
 
 fn format_metric(metric: &str, value: f64) -> String {
-    if metric == "iops" {
+    if metric == "iops" || metric == "iops_peak" {
         format!("{value:.1} IOPS")
-    } else if metric == "bw" {
+    } else if metric == "bw" || metric == "bw_peak" {
         figures::rate(value)
     } else if metric.contains("lat_") || metric == "disk_time" {
         figures::duration(value)

@@ -36,8 +36,26 @@ impl JobFigures {
         per_second(self.stats.io_bytes as f64, self.runtime)
     }
 
+    /// The highest rate over any second of the run: the mean of each run of consecutive
+    /// complete sample windows (fio's 500 ms `iops_avg_time`) that spans a second, `bytes`
+    /// choosing bytes per second or I/Os per second. 0 for a run shorter than a second.
+    pub fn peak(&self, bytes: bool) -> f64 {
+        let series = &self.stats.series;
+        let samples = if bytes {
+            series.bandwidth_samples(self.runtime)
+        } else {
+            series.iops_samples(self.runtime)
+        };
+        let span = (1_000_000_000 / series.interval).max(1) as usize;
+        samples
+            .windows(span)
+            .map(|w| w.iter().sum::<f64>() / span as f64)
+            .fold(0.0, f64::max)
+    }
+
     /// A named metric, in base units (ns, bytes/s, I/Os per second, counts):
-    /// `iops`, `bw`, `ios`, `bytes`, `disk_time` (the device's time on them, ns), `errors`
+    /// `iops`, `bw`, `iops_peak` and `bw_peak` (the highest over any second, [`Self::peak`]),
+    /// `ios`, `bytes`, `disk_time` (the device's time on them, ns), `errors`
     /// (failed I/Os counted under `continue_on_error`), `clat_mean`, `clat_max`, `clat_min`,
     /// `clat_stddev`,
     /// `clat_pNN` (for example `clat_p99.99`), and the same for `lat_` and `slat_`.
@@ -45,6 +63,8 @@ impl JobFigures {
         match name {
             "iops" => return Some(self.iops()),
             "bw" => return Some(self.bandwidth()),
+            "iops_peak" => return Some(self.peak(false)),
+            "bw_peak" => return Some(self.peak(true)),
             "ios" => return Some(self.stats.total_ios as f64),
             "bytes" => return Some(self.stats.io_bytes as f64),
             "disk_time" => return Some(self.device_time as f64),
@@ -83,7 +103,7 @@ fn per_second(amount: f64, runtime: u64) -> f64 {
 
 /// Names of the metrics [`JobFigures::metric`] knows, for error messages.
 pub const METRIC_NAMES: &str =
-    "iops, bw, ios, bytes, disk_time, errors, clat_mean, clat_max, clat_min, clat_stddev, \
+    "iops, bw, iops_peak, bw_peak (the highest over any second), ios, bytes, disk_time, errors, clat_mean, clat_max, clat_min, clat_stddev, \
                                 clat_pNN (e.g. clat_p99.99), and lat_* / slat_* likewise";
 
 /// The figures of the jobs named `job` in direction `dir` (or the direction with the most I/O);
