@@ -31,7 +31,8 @@ pub struct SetupArgs {
     pub seed: u64,
     /// Write a cgroup io controller file (repeatable), as `echo VALUE > /sys/fs/cgroup/PATH/FILE`:
     /// --group /vm1:io.weight=500 --group /vm1/db:io.max="rbps=1048576". Jobs join a group
-    /// with fio's cgroup=.
+    /// with fio's cgroup=. A path @rt/0..@rt/7, @be/0..@be/7 or @idle sets a priority
+    /// level's qos.* files instead: every request of that level is one QoS client.
     #[arg(long = "group", value_name = "PATH:FILE=VALUE", value_parser = parse_group_flag)]
     pub groups: Vec<GroupSetting>,
     /// Read group settings from a file: one `PATH FILE VALUE` per line, `#` comments.

@@ -341,6 +341,8 @@ impl GroupSettings {
 pub struct Groups {
     entries: Vec<GroupEntry>,
     by_path: HashMap<String, GroupId>,
+    /// QoS per priority level (`@be/4` ...): every request of that level is one client.
+    prio_qos: std::collections::BTreeMap<crate::IoPrio, crate::qos::Qos>,
 }
 
 impl Default for Groups {
@@ -362,7 +364,36 @@ impl Groups {
                 settings: GroupSettings::default(),
             }],
             by_path,
+            prio_qos: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// The QoS stated for priority levels (`--group @rt/0:qos.reservation=...`), by level
+    /// as [`crate::qos::level_of`] names it.
+    pub fn prio_qos(&self) -> impl Iterator<Item = (crate::IoPrio, crate::qos::Qos)> + '_ {
+        self.prio_qos.iter().map(|(&prio, &qos)| (prio, qos))
+    }
+
+    /// Sets a priority level's `qos.*` file: `level` is `rt/0`..`rt/7`, `be/0`..`be/7` or
+    /// `idle` (as after the `@` of `--group @be/4:qos.weight=2`).
+    pub fn set_prio_qos(&mut self, level: &str, file: &str, value: &str) -> Result<(), String> {
+        let prio = crate::qos::parse_level(level)?;
+        let Some(setting) = file.strip_prefix("qos.") else {
+            return Err(format!(
+                "{}: a priority level has only qos.* files ({})",
+                crate::limits::quote(file),
+                crate::qos::QOS_SETTINGS
+                    .iter()
+                    .map(|s| format!("qos.{s}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        let mut qos = self.prio_qos.get(&prio).copied().unwrap_or_default();
+        qos.set(setting, value)
+            .map_err(|e| format!("{file}={}: {e}", crate::limits::cut(value)))?;
+        self.prio_qos.insert(prio, qos);
+        Ok(())
     }
 
     /// Normalises a path: fio's `cgroup=a/b` means "/a/b"; trailing slashes are dropped. The
@@ -494,6 +525,11 @@ impl Groups {
     /// setting's origin, the group and the problem.
     pub fn apply(&mut self, settings: &[GroupSetting]) -> Result<(), String> {
         for setting in settings {
+            if let Some(level) = setting.path.trim().strip_prefix('@') {
+                self.set_prio_qos(level, &setting.file, &setting.value)
+                    .map_err(|e| format!("{}: priority level @{level}: {e}", setting.origin))?;
+                continue;
+            }
             let id = self
                 .intern(&setting.path)
                 .map_err(|e| format!("{}: {e}", setting.origin))?;

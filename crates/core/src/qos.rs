@@ -7,6 +7,7 @@
 //! `KB` and `KiB` are all 1024 bytes, `M`, `MB`, `MiB` 1024 KiB, and so on.
 
 use crate::group::{GroupId, Groups};
+use crate::ioprio::{IoPrio, IoPrioClass};
 use crate::request::{FlowId, Request};
 use crate::time::{Nanos, SECOND};
 use std::collections::BTreeMap;
@@ -282,24 +283,65 @@ impl Qos {
     }
 }
 
-/// Who a QoS client is: a cgroup that states QoS, or a flow (a job).
+/// The priority level a request counts under for QoS: its effective class and level ("none"
+/// is best effort 4, as the kernel derives it; the idle class has one level), hint dropped.
+pub fn level_of(prio: IoPrio) -> IoPrio {
+    let class = prio.effective_class();
+    let level = if class == IoPrioClass::Idle {
+        0
+    } else {
+        prio.effective_level()
+    };
+    IoPrio::new(class, level).expect("an effective level is in range")
+}
+
+/// Reads a priority level as `--group @LEVEL:qos.*=...` names it: `rt/0`..`rt/7`,
+/// `be/0`..`be/7` (or `realtime/N`, `best-effort/N`) or `idle`.
+pub fn parse_level(text: &str) -> Result<IoPrio, String> {
+    let usage = || {
+        format!(
+            "unknown priority level {}: use rt/0..rt/7, be/0..be/7 or idle",
+            crate::limits::quote(text)
+        )
+    };
+    let text = text.trim();
+    if text == "idle" {
+        return Ok(level_of(IoPrio::new(IoPrioClass::Idle, 0).expect("valid")));
+    }
+    let (class, level) = text.split_once('/').ok_or_else(usage)?;
+    let class = match class {
+        "rt" | "realtime" => IoPrioClass::Rt,
+        "be" | "best-effort" => IoPrioClass::Be,
+        _ => return Err(usage()),
+    };
+    let level: u8 = level.parse().map_err(|_| usage())?;
+    IoPrio::new(class, level).map_err(|_| usage())
+}
+
+/// Who a QoS client is: a cgroup that states QoS, a priority level that does, or a flow (a
+/// job).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum QosKey {
     /// A cgroup with a `qos.*` file set: all of its jobs together.
     Group(GroupId),
+    /// Every request of a priority level with `qos.*` set (`--group @be/4:...`).
+    Prio(IoPrio),
     /// A job on its own (with its `qos_*` options, or none).
     Flow(FlowId),
 }
 
-/// The QoS settings a QoS policy knows: each cgroup's `qos.*` and each job's `qos_*`, and
-/// whose a request is. A cgroup that states any QoS is one client for all of its jobs; any
-/// other job is a client of its own, with its own settings or none.
+/// The QoS settings a QoS policy knows: each cgroup's `qos.*`, each priority level's and each
+/// job's `qos_*`, and whose a request is. A cgroup that states any QoS is one client for all
+/// of its jobs; else a priority level that states any is one client for all of its requests;
+/// any other job is a client of its own, with its own settings or none.
 #[derive(Clone, Debug, Default)]
 pub struct QosTable {
     /// By group id: the group's QoS if it states any.
     groups: Vec<Option<Qos>>,
     /// Jobs' own QoS (at most one entry per job of the run).
     flows: BTreeMap<FlowId, Qos>,
+    /// Priority levels' QoS (at most 17 levels).
+    levels: BTreeMap<IoPrio, Qos>,
 }
 
 impl QosTable {
@@ -309,6 +351,7 @@ impl QosTable {
             .ids()
             .map(|id| Some(groups.settings(id).qos).filter(Qos::is_set))
             .collect();
+        self.levels = groups.prio_qos().filter(|(_, qos)| qos.is_set()).collect();
     }
 
     /// Takes a job's own QoS.
@@ -322,12 +365,16 @@ impl QosTable {
 
     /// The client `request` belongs to, and its settings.
     pub fn client(&self, request: &Request) -> (QosKey, Qos) {
-        match self.groups.get(request.group.0 as usize).copied().flatten() {
-            Some(qos) => (QosKey::Group(request.group), qos),
-            None => (
-                QosKey::Flow(request.flow),
-                self.flows.get(&request.flow).copied().unwrap_or_default(),
-            ),
+        let key = self.key(request);
+        (key, self.qos(key))
+    }
+
+    /// The settings of client `key`.
+    pub fn qos(&self, key: QosKey) -> Qos {
+        match key {
+            QosKey::Group(group) => self.group(group),
+            QosKey::Prio(level) => self.levels.get(&level).copied().unwrap_or_default(),
+            QosKey::Flow(flow) => self.flow(flow),
         }
     }
 
@@ -347,10 +394,16 @@ impl QosTable {
 
     /// The client `request` belongs to.
     pub fn key(&self, request: &Request) -> QosKey {
-        match self.groups.get(request.group.0 as usize) {
-            Some(Some(_)) => QosKey::Group(request.group),
-            _ => QosKey::Flow(request.flow),
+        if let Some(Some(_)) = self.groups.get(request.group.0 as usize) {
+            return QosKey::Group(request.group);
         }
+        if !self.levels.is_empty() {
+            let level = level_of(request.prio);
+            if self.levels.contains_key(&level) {
+                return QosKey::Prio(level);
+            }
+        }
+        QosKey::Flow(request.flow)
     }
 }
 
@@ -413,5 +466,52 @@ mod tests {
         assert!(qos.set("speed", "1").is_err());
         // A refused value leaves the settings as they were.
         assert_eq!(qos.limit, Some(Rate::Iops(60)));
+    }
+
+    // Proves whose a request is: a cgroup that states QoS first, then a priority level that
+    // does (every request of it, "none" counting as best effort 4), then the job itself.
+    #[test]
+    fn clients_are_cgroups_then_levels_then_jobs() {
+        use crate::testing::request;
+        use crate::Op;
+        let mut groups = Groups::new();
+        let app = groups.intern("/app").unwrap();
+        groups.set(app, "qos.rate", "100iops").unwrap();
+        groups.set_prio_qos("be/4", "qos.limit", "50iops").unwrap();
+        assert!(groups.set_prio_qos("be/8", "qos.limit", "5iops").is_err());
+        assert!(groups.set_prio_qos("rt/0", "io.weight", "5").is_err());
+        assert!(groups.set_prio_qos("rt/0", "qos.weight", "0").is_err());
+        let mut table = QosTable::default();
+        table.set_groups(&groups);
+        table.set_flow(
+            FlowId(3),
+            Qos {
+                weight: Some(7),
+                ..Qos::default()
+            },
+        );
+
+        let mut r = request(1, Op::Read, 0, 4096);
+        r.group = app;
+        assert_eq!(table.client(&r).0, QosKey::Group(app));
+        r.group = GroupId::ROOT;
+        let be4 = IoPrio::new(IoPrioClass::Be, 4).unwrap();
+        assert_eq!(
+            table.client(&r),
+            (QosKey::Prio(be4), table.qos(QosKey::Prio(be4)))
+        );
+        assert_eq!(table.client(&r).1.limit, Some(Rate::Iops(50)));
+        r.prio = IoPrio::new(IoPrioClass::Rt, 0).unwrap();
+        r.flow = FlowId(3);
+        assert_eq!(table.client(&r).0, QosKey::Flow(FlowId(3)));
+        assert_eq!(table.client(&r).1.weight, Some(7));
+        assert_eq!(
+            parse_level("idle"),
+            Ok(level_of(IoPrio::new(IoPrioClass::Idle, 5).unwrap()))
+        );
+        assert_eq!(
+            parse_level("best-effort/2"),
+            IoPrio::new(IoPrioClass::Be, 2).map_err(|_| String::new())
+        );
     }
 }

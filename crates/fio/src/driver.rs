@@ -607,8 +607,8 @@ pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
 }
 
 /// Hands each job's own QoS (`qos_*`) to the policy, job `index` being flow `index` as the
-/// engines number them. Returns a note when QoS is stated (by a job, or by a cgroup's `qos.*`)
-/// and the policy does not read it.
+/// engines number them. Returns a note when QoS is stated (by a job, a cgroup's `qos.*` or a
+/// priority level's) and the policy does not read it.
 pub fn apply_qos(
     elevator: &mut iosched_core::Elevator,
     jobs: &[JobSpec],
@@ -627,6 +627,9 @@ pub fn apply_qos(
         if groups.settings(id).qos.is_set() {
             stated.push(format!("cgroup {}: qos.*", groups.path(id)));
         }
+    }
+    for (level, _) in groups.prio_qos() {
+        stated.push(format!("priority level {level}: qos.*"));
     }
     if stated.is_empty() || elevator.uses_qos() {
         return None;

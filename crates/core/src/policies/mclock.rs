@@ -325,10 +325,7 @@ impl Mclock {
         if let Some(slot) = self.slots.get(key) {
             return slot;
         }
-        let qos = match key {
-            QosKey::Group(group) => self.qos.group(group),
-            QosKey::Flow(flow) => self.qos.flow(flow),
-        };
+        let qos = self.qos.qos(key);
         if self.slots.len() >= MAX_CLIENTS {
             self.forget_idle();
         }
@@ -461,6 +458,7 @@ impl Slots {
         let (array, id) = match key {
             QosKey::Flow(flow) => (&mut self.flows, flow.0 as usize),
             QosKey::Group(group) => (&mut self.groups, group.0 as usize),
+            QosKey::Prio(_) => return None,
         };
         (id < DENSE_IDS).then_some((array, id))
     }
@@ -470,6 +468,7 @@ impl Slots {
         let (array, id) = match key {
             QosKey::Flow(flow) => (&self.flows, flow.0 as usize),
             QosKey::Group(group) => (&self.groups, group.0 as usize),
+            QosKey::Prio(_) => return self.others.get(&key).copied(),
         };
         if id < DENSE_IDS {
             array.get(id).copied().filter(|&slot| slot != ABSENT)
@@ -676,11 +675,7 @@ impl Mclock {
             let Some(client) = self.clients[slot as usize].as_mut() else {
                 continue;
             };
-            let qos = match client.key {
-                QosKey::Group(group) => self.qos.group(group),
-                QosKey::Flow(flow) => self.qos.flow(flow),
-            };
-            client.configure(qos);
+            client.configure(self.qos.qos(client.key));
             // Limits are checked again at the next dispatch.
             self.place(slot, 0);
         }
