@@ -25,6 +25,7 @@ pub mod device;
 pub mod engine;
 pub mod event;
 mod horizon;
+pub mod host;
 pub mod layout;
 
 pub use engine::{run, GroupSetting, SimConfig, Simulation, TraceEntry, HOST_TUNABLES};
