@@ -344,6 +344,17 @@ pub struct Verify {
     pub location: Location,
 }
 
+/// `posix_fadvise` advice fio gives a job's files (`fadvise_hint`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fadvise {
+    /// `POSIX_FADV_SEQUENTIAL`.
+    Sequential,
+    /// `POSIX_FADV_RANDOM`.
+    Random,
+    /// `POSIX_FADV_NOREUSE` (no effect on Linux's page cache since 2.6.18, nor here).
+    Noreuse,
+}
+
 /// One job clone, fully resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobSpec {
@@ -440,6 +451,14 @@ pub struct JobSpec {
     pub cgroup: String,
     /// cgroup weight for the job's group (`cgroup_weight`), if set.
     pub cgroup_weight: Option<u32>,
+    /// What the job tells the kernel of its access pattern (`fadvise_hint`): `None` for 0,
+    /// else the advice given to each file when it is opened (1: sequential or random after
+    /// `rw`).
+    pub fadvise: Option<Fadvise>,
+    /// Drop the job's files from the page cache before it starts (`invalidate`, default 1).
+    pub invalidate: bool,
+    /// Read the job's files into the page cache before it starts (`pre_read`).
+    pub pre_read: bool,
     /// The job's own QoS, for the policies that take it (iosched's `qos_rate`, `qos_burst`,
     /// `qos_delay`, `qos_reservation`, `qos_weight`, `qos_limit`; not fio's).
     pub qos: iosched_core::Qos,
@@ -565,6 +584,9 @@ impl JobSpec {
             cgroup: "/".into(),
             cgroup_weight: None,
             qos: iosched_core::Qos::default(),
+            fadvise: Some(Fadvise::Sequential),
+            invalidate: true,
+            pre_read: false,
             norandommap: false,
             randrepeat: true,
             randseed: None,

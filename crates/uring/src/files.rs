@@ -15,6 +15,7 @@
 use crate::buffer::{fill_pattern, AlignedBuf};
 use crate::error::errno_text;
 use crate::UringError;
+use iosched_fio::job::Fadvise;
 use iosched_fio::workload::Region;
 use iosched_fio::{Amount, JobSpec};
 use std::collections::HashMap;
@@ -271,17 +272,60 @@ pub(crate) fn prepare(
         }
         job_files.push(mine);
     }
-    // Start cold, as fio's invalidate=1 does.
-    for file in &files {
-        for (_, handle) in &file.handles {
-            // SAFETY: a plain advisory call on an open descriptor.
-            unsafe { libc::posix_fadvise(handle.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    // What fio does as it opens a job's files: pre_read reads the job's region into the page
+    // cache, else invalidate=1 drops it from there (posix_fadvise DONTNEED); fadvise_hint
+    // advises the descriptor (shared by the jobs that open the file alike: the last one's
+    // advice holds). Done once for every job before any starts.
+    for (job, mine) in jobs.iter().zip(&job_files) {
+        for file in mine {
+            let (start, len) = (
+                file.region.start as libc::off_t,
+                file.region.len as libc::off_t,
+            );
+            if job.pre_read && file.buffered {
+                pre_read(file.fd, file.region)
+                    .map_err(|error| UringError::job(job, format!("pre_read: {error}")))?;
+            } else if job.invalidate {
+                // SAFETY: a plain advisory call on an open descriptor.
+                unsafe { libc::posix_fadvise(file.fd, start, len, libc::POSIX_FADV_DONTNEED) };
+            }
+            let advice = match job.fadvise {
+                Some(Fadvise::Sequential) => libc::POSIX_FADV_SEQUENTIAL,
+                Some(Fadvise::Random) => libc::POSIX_FADV_RANDOM,
+                Some(Fadvise::Noreuse) => libc::POSIX_FADV_NOREUSE,
+                None => continue,
+            };
+            // SAFETY: as above.
+            unsafe { libc::posix_fadvise(file.fd, start, len, advice) };
         }
     }
     Ok(Files {
         files,
         jobs: job_files,
     })
+}
+
+/// Reads `region` of buffered descriptor `fd` once, into the page cache (fio's `pre_read`).
+fn pre_read(fd: RawFd, region: Region) -> std::io::Result<()> {
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut at = region.start;
+    let end = region.start + region.len;
+    while at < end {
+        let want = (end - at).min(buffer.len() as u64) as usize;
+        // SAFETY: `buffer` has `want` writable bytes; `fd` is open for reading.
+        let got = unsafe { libc::pread(fd, buffer.as_mut_ptr().cast(), want, at as libc::off_t) };
+        match got {
+            0 => break,
+            n if n < 0 => {
+                let error = std::io::Error::last_os_error();
+                if error.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(error);
+                }
+            }
+            n => at += n as u64,
+        }
+    }
+    Ok(())
 }
 
 fn first_job_naming<'a>(jobs: &'a [JobSpec], filename: Option<&Path>, name: &str) -> &'a JobSpec {

@@ -47,7 +47,8 @@ const DATA: &str = "no meaning in simulation: no data is transferred, so buffer 
                     compressibility and verification do not apply";
 const FILE_SETUP: &str = "no meaning in simulation: files are regions of the simulated device, \
                           there is no file system to create, lay out or remove them in";
-const PAGE_CACHE: &str = "no meaning in simulation: the simulator has no page cache";
+const PAGE_CACHE: &str = "accepted without effect: the page cache does not model uncached \
+                          (RWF_DONTCACHE) buffered I/O";
 const CLOCK: &str = "no meaning in simulation: time is simulated and every latency is measured";
 const REPORTING: &str = "accepted without effect: iosched's reports and logs do not offer this \
                          fio reporting variant";
@@ -176,6 +177,9 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "verify",
             "do_verify",
             "ioscheduler",
+            "invalidate",
+            "fadvise_hint",
+            "pre_read",
             "qos_rate",
             "qos_burst",
             "qos_delay",
@@ -307,10 +311,7 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "unlink_each_loop",
         ],
     ),
-    (
-        Noted(PAGE_CACHE),
-        &["invalidate", "fadvise_hint", "pre_read", "uncached"],
-    ),
+    (Noted(PAGE_CACHE), &["uncached"]),
     (
         Noted(CLOCK),
         &[

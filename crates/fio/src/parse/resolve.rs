@@ -22,7 +22,7 @@ use super::disposition::{ASYNC_ENGINES, SYNC_ENGINES};
 use super::settings::{split_colon_list, Setting, Settings, Size, Value};
 use super::table::Scope;
 use super::ParseError;
-use crate::job::{CmdPrio, CmdPrioShare, RandomDistribution, DEFAULT_PERCENTILES};
+use crate::job::{CmdPrio, CmdPrioShare, Fadvise, RandomDistribution, DEFAULT_PERCENTILES};
 use crate::{Amount, BlockSize, Engine, JobSpec, Location, Note, Verify};
 use iosched_core::{IoPrio, IoPrioClass, Nanos};
 
@@ -562,15 +562,13 @@ impl Resolver<'_> {
                  atomic implies",
             );
         }
-        if !spec.direct {
-            let message = if self.setting("direct").is_some() {
-                "buffered I/O (direct=0): the simulator has no page cache and issues this job's \
-                 I/O as direct I/O"
-            } else {
-                "buffered I/O (fio's default, direct=0): the simulator has no page cache and \
-                 issues this job's I/O as direct I/O"
-            };
-            self.note(notes, "direct", message);
+        if !spec.direct && spec.writes() {
+            self.note(
+                notes,
+                "direct",
+                "buffered writes (direct=0): the simulator has no writeback yet and issues this \
+                 job's writes as direct I/O (its reads go through the page cache)",
+            );
         }
         spec.sync_writes = matches!(self.text("sync"), Some("sync" | "1" | "dsync"));
         let fsync = self.int("fsync").unwrap_or(0);
@@ -792,6 +790,17 @@ impl Resolver<'_> {
                 })?;
             }
         }
+        spec.invalidate = self.flag("invalidate", true);
+        spec.pre_read = self.flag("pre_read", false);
+        spec.fadvise = match self.text("fadvise_hint").unwrap_or("1") {
+            "0" => None,
+            "random" => Some(Fadvise::Random),
+            "sequential" => Some(Fadvise::Sequential),
+            "noreuse" => Some(Fadvise::Noreuse),
+            // 1: fio's fio_file_fadvise, by the pattern.
+            _ if spec.rw.is_random() => Some(Fadvise::Random),
+            _ => Some(Fadvise::Sequential),
+        };
         spec.ioscheduler = self.text("ioscheduler").map(str::to_string);
         // fio switches the device to this scheduler; here it names the policy that runs, so an
         // unknown name is refused at its line.
