@@ -51,6 +51,16 @@ pub const QUEUE_TUNABLES: &[TunableSpec] = &[
               flood cannot keep another's requests out of the scheduler",
     },
     TunableSpec {
+        name: "request_lists",
+        unit: Unit::Flag,
+        default: 0,
+        min: 0,
+        max: 1,
+        doc: "1: nr_requests counts reads and writes apart, as the single-queue block layer's \
+              request_list did before blk-mq (count[READ], count[WRITE] in 2.6.18): a flood \
+              of writes cannot take the reads' requests; 0: one pool, as blk-mq's tags",
+    },
+    TunableSpec {
         name: "nomerges",
         unit: Unit::Flag,
         default: 0,
@@ -59,6 +69,13 @@ pub const QUEUE_TUNABLES: &[TunableSpec] = &[
         doc: "1 disables merging entirely (Linux's nomerges=2; its one-hit mode 1 is not modelled)",
     },
 ];
+
+fn direction_index(direction: crate::request::Direction) -> usize {
+    match direction {
+        crate::request::Direction::Read => 0,
+        crate::request::Direction::Write => 1,
+    }
+}
 
 /// Counters kept by the elevator, in requests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -109,6 +126,10 @@ pub struct Elevator {
     max_sectors_kb: u32,
     nomerges: bool,
     nr_group_requests: u32,
+    /// `request_lists`: nr_requests per direction.
+    per_direction: bool,
+    /// Requests each direction holds (queued or in flight), reads then writes.
+    held_by_direction: [usize; 2],
     /// Requests each group holds (queued in the policy or in flight), when limited.
     per_group: std::collections::HashMap<crate::group::GroupId, u32>,
     in_flight: usize,
@@ -128,6 +149,8 @@ impl Elevator {
             max_sectors_kb: QUEUE_TUNABLES[1].default as u32,
             nomerges: false,
             nr_group_requests: 0,
+            per_direction: false,
+            held_by_direction: [0; 2],
             per_group: std::collections::HashMap::new(),
             in_flight: 0,
             stats: ElevatorStats::default(),
@@ -180,19 +203,43 @@ impl Elevator {
         self.queued() + self.in_flight < self.nr_requests as usize
     }
 
-    /// Whether a new request of `group` would be admitted now: room in the queue, and in the
-    /// group's own share when `nr_group_requests` is set.
-    pub fn has_room_for(&self, group: crate::group::GroupId) -> bool {
-        self.has_room()
+    /// Whether a new request in `direction` would be admitted now: room in the queue, or
+    /// with `request_lists` in that direction's list.
+    pub fn has_room_in(&self, direction: crate::request::Direction) -> bool {
+        if self.per_direction {
+            self.held_by_direction[direction_index(direction)] < self.nr_requests as usize
+        } else {
+            self.has_room()
+        }
+    }
+
+    /// Whether a new request of `group` in `direction` would be admitted now: room in the
+    /// queue (or the direction's list), and in the group's own share when
+    /// `nr_group_requests` is set.
+    pub fn has_room_for(
+        &self,
+        group: crate::group::GroupId,
+        direction: crate::request::Direction,
+    ) -> bool {
+        self.has_room_in(direction)
             && (self.nr_group_requests == 0
                 || self.per_group.get(&group).copied().unwrap_or(0) < self.nr_group_requests)
+    }
+
+    /// Requests in use that count against a new one's allocation.
+    fn in_use(&self, direction: crate::request::Direction) -> usize {
+        if self.per_direction {
+            self.held_by_direction[direction_index(direction)]
+        } else {
+            self.queued() + self.in_flight
+        }
     }
 
     /// Offers a request. It may merge into a queued one (even when the queue is full, as a bio
     /// merges without needing a free request in the kernel), or be queued if there is room;
     /// otherwise it is handed back and the submitter must wait for a completion.
     pub fn submit(&mut self, request: Request, now: Nanos) -> Result<Admitted, Request> {
-        let room = self.has_room_for(request.group);
+        let room = self.has_room_for(request.group, request.direction());
         if request.op == Op::Flush {
             // It takes a request like any other, but neither the stage nor the policy sees it.
             if !room {
@@ -204,6 +251,7 @@ impl Elevator {
             if self.nr_group_requests > 0 {
                 *self.per_group.entry(request.group).or_insert(0) += 1;
             }
+            self.held_by_direction[direction_index(request.direction())] += 1;
             self.flushes.push_back(request);
             return Ok(Admitted::Queued);
         }
@@ -255,11 +303,11 @@ impl Elevator {
                 Err(request) => request,
             }
         };
-        if !self.has_room_for(request.group) {
+        if !self.has_room_for(request.group, request.direction()) {
             self.stats.full += 1;
             return Err(request);
         }
-        let in_use = self.queued() + self.in_flight;
+        let in_use = self.in_use(request.direction());
         if !self.policy.may_allocate(&request, in_use, self.nr_requests) {
             self.stats.limited += 1;
             return Err(request);
@@ -269,6 +317,7 @@ impl Elevator {
         if self.nr_group_requests > 0 {
             *self.per_group.entry(request.group).or_insert(0) += 1;
         }
+        self.held_by_direction[direction_index(request.direction())] += 1;
         self.policy.insert(request, now);
         Ok(Admitted::Queued)
     }
@@ -314,6 +363,8 @@ impl Elevator {
         if let Some(held) = self.per_group.get_mut(&request.group) {
             *held = held.saturating_sub(1);
         }
+        let held = &mut self.held_by_direction[direction_index(request.direction())];
+        *held = held.saturating_sub(1);
         if request.op == Op::Flush {
             // The stage and the policy never saw it.
             return;
@@ -396,6 +447,7 @@ impl Elevator {
             "max_sectors_kb" => Some(u64::from(self.max_sectors_kb)),
             "nomerges" => Some(u64::from(self.nomerges)),
             "nr_group_requests" => Some(u64::from(self.nr_group_requests)),
+            "request_lists" => Some(u64::from(self.per_direction)),
             _ => None,
         }
     }
@@ -419,6 +471,7 @@ impl Elevator {
                 }
                 "max_sectors_kb" => self.max_sectors_kb = value as u32,
                 "nomerges" => self.nomerges = value == 1,
+                "request_lists" => self.per_direction = value == 1,
                 _ => unreachable!("every queue tunable is handled"),
             }
             return Ok(());
@@ -530,10 +583,10 @@ impl Waiters {
         let group_limits = elevator.nr_group_requests > 0;
         let mut stuck_flows: Vec<crate::request::FlowId> = Vec::new();
         let mut stuck_groups: Vec<crate::group::GroupId> = Vec::new();
-        let mut full = false;
+        let mut full = [false; 2];
         for _ in 0..self.queue.len() {
             let mut request = self.queue.pop_front().expect("counted");
-            if full
+            if full[direction_index(request.direction())]
                 || stuck_flows.contains(&request.flow)
                 || (group_limits && stuck_groups.contains(&request.group))
             {
@@ -545,7 +598,13 @@ impl Waiters {
             match elevator.submit(request, now) {
                 Ok(how) => admitted(id, direction, how),
                 Err(request) => {
-                    full = !elevator.has_room();
+                    // Full: nobody passes anybody (with `request_lists`, in that direction).
+                    let direction = request.direction();
+                    if elevator.per_direction {
+                        full[direction_index(direction)] = !elevator.has_room_in(direction);
+                    } else {
+                        full = [!elevator.has_room(); 2];
+                    }
                     stuck_flows.push(request.flow);
                     if group_limits {
                         stuck_groups.push(request.group);
@@ -561,7 +620,38 @@ impl Waiters {
 mod tests {
     use super::*;
     use crate::policies::noop::Noop;
+    use crate::request::Direction;
     use crate::testing::request;
+
+    // Proves request_lists: with it, writes that fill nr_requests leave the reads' list free
+    // (a waiting read goes in past waiting writes); without it, one pool, and nobody passes.
+    #[test]
+    fn request_lists_keep_reads_apart_from_writes() {
+        for lists in [true, false] {
+            let mut elevator = Elevator::new(Box::new(Noop::new()), 4);
+            elevator
+                .set("request_lists", if lists { "1" } else { "0" })
+                .unwrap();
+            let mut waiters = Waiters::new();
+            let mut taken = Vec::new();
+            for id in 1..=6 {
+                let write = request(id, Op::Write, id * (1 << 20), 4096);
+                waiters.submit(write, &mut elevator, 0, |id, _, _| taken.push(id.0));
+            }
+            // Another process's read.
+            let mut read = request(9, Op::Read, 1 << 30, 4096);
+            read.flow = crate::request::FlowId(7);
+            waiters.submit(read, &mut elevator, 0, |id, _, _| taken.push(id.0));
+            if lists {
+                assert_eq!(taken, vec![1, 2, 3, 4, 9]);
+                assert!(elevator.has_room_in(Direction::Read));
+                assert!(!elevator.has_room_in(Direction::Write));
+            } else {
+                assert_eq!(taken, vec![1, 2, 3, 4]);
+            }
+            assert_eq!(waiters.len(), if lists { 2 } else { 3 });
+        }
+    }
 
     // Proves a flush bypasses the policy and goes to the device before what the policy holds
     // (blk_insert_flush), takes a request from nr_requests like any other, and that its

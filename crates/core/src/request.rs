@@ -72,9 +72,11 @@ pub struct Request {
     pub offset: u64,
     /// Number of bytes addressed; zero for a flush.
     pub len: u64,
-    /// The issuer waits for this request (reads, O_DIRECT and O_SYNC writes). Asynchronous
-    /// writeback is `false`.
+    /// Linux's `op_is_sync`: every read, and O_DIRECT, O_SYNC and fsync writes. Asynchronous
+    /// writeback is `false`. Read-ahead is a read, so sync too (`readahead` tells it apart).
     pub sync: bool,
+    /// A read the page cache issues ahead of its reader (REQ_RAHEAD): nobody waits for it yet.
+    pub readahead: bool,
     /// I/O priority carried from the issuer.
     pub prio: IoPrio,
     /// The issuer.
@@ -118,6 +120,7 @@ impl Request {
             arrival,
             merged: Vec::new(),
             fua: false,
+            readahead: false,
         }
     }
 
@@ -196,6 +199,7 @@ pub fn merge_front(existing: &mut Request, incoming: Request) {
 
 fn absorb(existing: &mut Request, incoming: Request) {
     existing.sync |= incoming.sync;
+    existing.readahead &= incoming.readahead;
     existing.arrival = existing.arrival.min(incoming.arrival);
     existing.merged.push(incoming.id);
     existing.merged.extend(incoming.merged);
