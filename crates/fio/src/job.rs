@@ -459,6 +459,11 @@ pub struct JobSpec {
     pub invalidate: bool,
     /// Read the job's files into the page cache before it starts (`pre_read`).
     pub pre_read: bool,
+    /// POSIX_FADV_DONTNEED on the job's files after every this many bytes of its I/O
+    /// (iosched's `dontneed_every`).
+    pub dontneed_every: Option<u64>,
+    /// `exec_prerun` dropping the host's caches (`echo N > /proc/sys/vm/drop_caches`): N.
+    pub drop_caches: Option<u8>,
     /// The job's own QoS, for the policies that take it (iosched's `qos_rate`, `qos_burst`,
     /// `qos_delay`, `qos_reservation`, `qos_weight`, `qos_limit`; not fio's).
     pub qos: iosched_core::Qos,
@@ -587,6 +592,8 @@ impl JobSpec {
             fadvise: Some(Fadvise::Sequential),
             invalidate: true,
             pre_read: false,
+            dontneed_every: None,
+            drop_caches: None,
             norandommap: false,
             randrepeat: true,
             randseed: None,

@@ -274,6 +274,8 @@ struct UringJob {
     flow: FlowId,
     group: GroupId,
     last_write_file: usize,
+    /// Bytes issued since its last `dontneed_every` advice.
+    since_dontneed: u64,
     files: Vec<JobFile>,
     buffers: Vec<AlignedBuf>,
     free: Vec<usize>,
@@ -314,6 +316,7 @@ fn job_run(
         flow: FlowId(index as u32),
         group,
         last_write_file: 0,
+        since_dontneed: 0,
         files: files.to_vec(),
         buffers,
         free: (0..state.depth as usize).rev().collect(),
@@ -577,6 +580,17 @@ impl Engine {
     fn issue_checked(&mut self, index: usize, io: NextIo, prio: IoPrio, now: Nanos, check: Check) {
         let id = self.new_id();
         let (run, own) = (&mut self.jobs[index], &mut self.own[index]);
+        if let Some(every) = run.spec.dontneed_every {
+            own.since_dontneed += io.len;
+            if own.since_dontneed >= every {
+                own.since_dontneed = 0;
+                for file in own.files.iter().filter(|f| f.buffered) {
+                    // SAFETY: a plain advisory call on an open descriptor; 0, 0 is the whole
+                    // file, as seed 000's antagonists dropped their cache.
+                    unsafe { libc::posix_fadvise(file.fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
+                }
+            }
+        }
         let (op, sync) = match io.dir {
             DataDir::Read => (Op::Read, true),
             // O_DIRECT and O_SYNC writes are synchronous (REQ_SYNC); buffered writeback is not.

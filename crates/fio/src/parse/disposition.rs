@@ -186,6 +186,7 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "qos_reservation",
             "qos_weight",
             "qos_limit",
+            "dontneed_every",
             "rwmixread",
             "rwmixwrite",
             "prio",

@@ -10,7 +10,12 @@
 //! | `qos_weight`      | mClock's share of the spare capacity   | `2`             |
 //! | `qos_limit`       | mClock's maximum rate                  | `500iops`       |
 //!
-//! They read as the cgroup files `qos.rate`, ... read ([`iosched_core::Qos::set`]), and apply
+//! And `dontneed_every` (a size, e.g. `16m`): after every so many bytes of the job's I/O,
+//! `posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)` on each of its files, as seed 000's
+//! "buf-fadv" antagonists drop their cache every 16 MB: dirty pages are written back (by the
+//! job, asynchronously) and clean ones dropped; 0, the default, never.
+//!
+//! The QoS options read as the cgroup files `qos.rate`, ... read ([`iosched_core::Qos::set`]), and apply
 //! to the job alone: each job (each `numjobs` clone) is a flow of its own with these settings.
 //! A job in a cgroup that states QoS of its own takes the cgroup's. fio does not know these
 //! options and refuses a job file that uses them ("Bad option"); iosched refuses them nowhere,
@@ -42,4 +47,17 @@ pub(super) static IOSCHED_OPTIONS: &[FioOption] = &[
     qos_option("qos_reservation"),
     qos_option("qos_weight"),
     qos_option("qos_limit"),
+    FioOption {
+        name: "dontneed_every",
+        alias: None,
+        kind: Kind::StrVal,
+        default: None,
+        min: Some(0),
+        max: None,
+        float_range: None,
+        time_unit: None,
+        directions: 1,
+        choices: &[],
+        scope: Scope::General,
+    },
 ];

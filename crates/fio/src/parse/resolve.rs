@@ -562,14 +562,6 @@ impl Resolver<'_> {
                  atomic implies",
             );
         }
-        if !spec.direct && spec.writes() {
-            self.note(
-                notes,
-                "direct",
-                "buffered writes (direct=0): the simulator has no writeback yet and issues this \
-                 job's writes as direct I/O (its reads go through the page cache)",
-            );
-        }
         spec.sync_writes = matches!(self.text("sync"), Some("sync" | "1" | "dsync"));
         let fsync = self.int("fsync").unwrap_or(0);
         let fdatasync = self.int("fdatasync").unwrap_or(0);
@@ -792,6 +784,19 @@ impl Resolver<'_> {
         }
         spec.invalidate = self.flag("invalidate", true);
         spec.pre_read = self.flag("pre_read", false);
+        spec.dontneed_every = match self.size("dontneed_every") {
+            Some(Size::Bytes(0)) | None => None,
+            Some(Size::Bytes(bytes)) => Some(bytes),
+            Some(Size::Percent(_)) => {
+                return Err(self.error(
+                    "dontneed_every",
+                    format!(
+                        "job {display_name:?}: dontneed_every: a size in bytes, not a percentage"
+                    ),
+                ))
+            }
+        };
+        spec.drop_caches = self.text("exec_prerun").and_then(drop_caches);
         spec.fadvise = match self.text("fadvise_hint").unwrap_or("1") {
             "0" => None,
             "random" => Some(Fadvise::Random),
@@ -963,6 +968,25 @@ fn replace_ignoring_case(text: &str, keyword: &str, value: &str) -> String {
     out
 }
 
+/// The `N` of an `exec_prerun` that drops the host's caches, as fio job files do it: `echo N >
+/// /proc/sys/vm/drop_caches`, optionally after `sync;` or `sync &&` (N: 1 the page cache, 2
+/// slab objects, 3 both).
+pub(super) fn drop_caches(command: &str) -> Option<u8> {
+    let command = command.trim();
+    let command = command
+        .strip_prefix("sync")
+        .map(|rest| {
+            rest.trim_start()
+                .trim_start_matches([';', '&'])
+                .trim_start()
+        })
+        .unwrap_or(command);
+    let rest = command.strip_prefix("echo")?.trim_start();
+    let (value, target) = rest.split_once('>')?;
+    let value: u8 = value.trim().parse().ok()?;
+    (target.trim() == "/proc/sys/vm/drop_caches" && (1..=3).contains(&value)).then_some(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -976,5 +1000,22 @@ mod tests {
         );
         assert_eq!(make_filename(Some("data.$JobNum"), "a", 4, 0), "data.4");
         assert_eq!(make_filename(Some("fixed"), "a", 4, 0), "fixed");
+    }
+
+    // Proves the drop_caches commands fio job files use are recognised, and nothing else.
+    #[test]
+    fn drop_caches_commands() {
+        assert_eq!(drop_caches("echo 3 > /proc/sys/vm/drop_caches"), Some(3));
+        assert_eq!(
+            drop_caches("sync; echo 1 >/proc/sys/vm/drop_caches"),
+            Some(1)
+        );
+        assert_eq!(
+            drop_caches("sync && echo 2 > /proc/sys/vm/drop_caches"),
+            Some(2)
+        );
+        assert_eq!(drop_caches("echo 4 > /proc/sys/vm/drop_caches"), None);
+        assert_eq!(drop_caches("echo 3 > /tmp/x"), None);
+        assert_eq!(drop_caches("rm -rf /"), None);
     }
 }

@@ -170,6 +170,22 @@ impl Settings {
         };
         match disposition(option) {
             Disposition::Honoured => {}
+            Disposition::Noted(_)
+                if option.name == "exec_prerun"
+                    && line
+                        .value
+                        .as_deref()
+                        .and_then(super::resolve::drop_caches)
+                        .is_some() =>
+            {
+                notes.push(Note {
+                    location: line.location.clone(),
+                    option: option.name.to_string(),
+                    message: "the simulator drops the clean pages of its page cache as the job \
+                              starts; the real engine does not run commands"
+                        .into(),
+                })
+            }
             Disposition::Noted(reason) => notes.push(Note {
                 location: line.location.clone(),
                 option: option.name.to_string(),
