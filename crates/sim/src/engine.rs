@@ -19,6 +19,7 @@ use crate::event::EventQueue;
 use crate::horizon;
 use crate::host::pagecache::PageCache;
 use crate::host::readahead::{Advice, RaState, Window, PAGE};
+use crate::host::writeback::{self, Throttle, Wb};
 use crate::layout::{self, Layout};
 use crate::random::{derive_seed, Rng};
 use crate::workload::{Generator, NextIo, Region};
@@ -33,8 +34,11 @@ use iosched_fio::job::Fadvise;
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
 use iosched_fio::{BlockSize, DataDir, DiskAccounting, JobFile, JobSpec, Parameter, RunReport};
 use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+mod dirty;
 
 /// What to simulate: the seed, the policy and the device.
 #[derive(Clone, Debug)]
@@ -116,7 +120,97 @@ pub const HOST_TUNABLES: &[TunableSpec] = &[
         doc: "the device's read-ahead for buffered reads (/sys/block/X/queue/read_ahead_kb): \
               Linux's on-demand windows grow up to it (twice it after fadvise SEQUENTIAL)",
     },
+    TunableSpec {
+        name: "writeback",
+        unit: Unit::Flag,
+        default: 1,
+        min: 0,
+        max: 1,
+        doc: "buffered writes (direct=0) dirty the page cache and flushers write them back; 0: \
+              each goes to the scheduler as the job's own asynchronous write, as if written \
+              back at once by the job",
+    },
+    TunableSpec {
+        name: "dirty_background_ratio",
+        unit: Unit::Count,
+        default: 10,
+        min: 1,
+        max: 100,
+        doc: "percent of memory dirty at which flushers start background writeback \
+              (/proc/sys/vm/dirty_background_ratio)",
+    },
+    TunableSpec {
+        name: "dirty_ratio",
+        unit: Unit::Count,
+        default: 20,
+        min: 1,
+        max: 100,
+        doc: "percent of memory dirty or under writeback at which writers are throttled \
+              (/proc/sys/vm/dirty_ratio)",
+    },
+    TunableSpec {
+        name: "dirty_expire_centisecs",
+        unit: Unit::Count,
+        default: 3000,
+        min: 0,
+        max: 360_000,
+        doc: "age (1/100 s) at which periodic writeback takes a dirty inode",
+    },
+    TunableSpec {
+        name: "dirty_writeback_centisecs",
+        unit: Unit::Count,
+        default: 500,
+        min: 0,
+        max: 360_000,
+        doc: "interval (1/100 s) of periodic writeback; 0 turns it off",
+    },
+    TunableSpec {
+        name: "cgroup_writeback",
+        unit: Unit::Flag,
+        default: 1,
+        min: 0,
+        max: 1,
+        doc: "a flusher per cgroup, its writes charged to the cgroup that dirtied the pages \
+              (Linux 4.2+); 0: one flusher per device in the root cgroup (2.6 kernels)",
+    },
+    TunableSpec {
+        name: "sync_write_flag",
+        unit: Unit::Flag,
+        default: 1,
+        min: 0,
+        max: 1,
+        doc: "O_DIRECT, O_SYNC and fsync writes are synchronous to the scheduler (REQ_SYNC, \
+              Linux 2.6.29+); 0: plain writes, asynchronous like writeback, as 2.6.18 \
+              submitted them (seed 000's kernel)",
+    },
+    TunableSpec {
+        name: "page_ioprio",
+        unit: Unit::Flag,
+        default: 0,
+        min: 0,
+        max: 1,
+        doc: "a flusher's write carries the I/O priority of the job that dirtied its pages, \
+              as seed 000's prototype kept it in the page; 0: the flusher's own (none, \
+              best effort at level 4), as Linux",
+    },
+    TunableSpec {
+        name: "dirty_throttle_legacy",
+        unit: Unit::Flag,
+        default: 0,
+        min: 0,
+        max: 1,
+        doc: "balance_dirty_pages as 2.6.x: a writer over the limit writes out pages of any \
+              inode itself, in its own context; 0: the proportional pause of Linux 3.2+",
+    },
 ];
+
+/// Index of a host tunable in [`HOST_TUNABLES`].
+fn host_tunable(name: &str) -> usize {
+    HOST_TUNABLES
+        .iter()
+        .position(|spec| spec.name == name)
+        .expect("a host tunable")
+}
 
 /// A page cache hit: the system call, and the copy at memory speed (ns, and bytes per ns).
 /// This machine's psync 4 KiB buffered random reads of a cached file take 2.8 us each under
@@ -141,6 +235,10 @@ enum Event {
     JobDeadline(u32),
     Device(u64),
     PolicyWake(u64),
+    /// Periodic writeback (`dirty_writeback_centisecs`).
+    Kupdate,
+    /// A throttled writer's `congestion_wait` times out (job, generation).
+    Congestion(u32, u64),
 }
 
 /// An I/O a job issued, from creation to completion: what the driver counts, and when the
@@ -155,6 +253,21 @@ struct Io {
     /// For a read of the page cache's (read-ahead, or a buffered read's missing pages): its
     /// first page and page count; the job's own I/O waits in `cache_reads`.
     fill: Option<(u64, u64)>,
+    /// For a write of dirty pages (writeback, fsync, O_SYNC): which.
+    writeback: Option<WbIo>,
+    /// Whether the elevator has taken it (a writer waits until then to submit its next).
+    admitted: bool,
+}
+
+/// A write of pages `[first, first + pages)` from the page cache.
+#[derive(Clone, Copy, Debug)]
+struct WbIo {
+    first: u64,
+    pages: u64,
+    /// The writeback context it counts for.
+    wb: u32,
+    /// The job that dirtied its first page: its device time is that job's.
+    owner: usize,
 }
 
 /// A buffered read waiting for pages being read into the page cache.
@@ -173,6 +286,8 @@ struct SimJob {
     group: GroupId,
     /// Its files' places on the device.
     regions: Vec<Region>,
+    /// Bytes issued since its last `dontneed_every` advice.
+    since_dontneed: u64,
 }
 
 /// A simulation in progress.
@@ -221,6 +336,119 @@ pub struct Simulation {
     cache_waits: u64,
     cache_misses: u64,
     read_ahead_bytes: u64,
+    /// Writeback: the host's settings, whether buffered writes use the cache, whether each
+    /// cgroup has its own context, the contexts (by cgroup index, or 0), and where each dirty
+    /// page is dirty (context, inode).
+    wb_settings: writeback::Settings,
+    writeback_on: bool,
+    cgroup_writeback: bool,
+    page_ioprio: bool,
+    /// Whether O_DIRECT, O_SYNC and fsync writes are REQ_SYNC (`sync_write_flag`).
+    sync_write_flag: bool,
+    wbs: BTreeMap<u32, Wb>,
+    dirty_at: FxHashMap<u64, Dirt>,
+    /// Pages under writeback, in order (fsync waits for those of its files).
+    under_writeback: BTreeSet<u64>,
+    /// Flushers and throttled tasks writing pages back.
+    writers: Vec<Writer>,
+    /// fsyncs and O_SYNC writes waiting for pages, and who waits for each page.
+    syncs: FxHashMap<u64, SyncWait>,
+    sync_waiters: FxHashMap<u64, Vec<(u64, bool)>>,
+    next_sync: u64,
+    /// Per job: balance_dirty_pages state.
+    throttles: Vec<JobThrottle>,
+    /// Per context: buffered writers in it (the proportional throttle shares its rate).
+    dirtiers: BTreeMap<u32, u64>,
+    /// 2.6.x `bdi->dirty_exceeded`, and pages all tasks dirtied lately (halved with each
+    /// task's every dirty limit's worth: the period of `vm_dirties`).
+    dirty_exceeded: bool,
+    recent_dirtied: u64,
+    kupdate_pending: bool,
+    /// Per context: periodic writeback's cutoff while it runs.
+    kupdate: BTreeMap<u32, Nanos>,
+    /// For the "no dirty page lost" property: per page written, (latest version, version on
+    /// the device), and the version each page under writeback carries.
+    versions: Option<FxHashMap<u64, (u64, u64)>>,
+    carried: FxHashMap<u64, u64>,
+    wb_counters: WbCounters,
+}
+
+/// Where a dirty page is dirty: its context, its inode, and the job that dirtied it.
+#[derive(Clone, Copy, Debug)]
+struct Dirt {
+    wb: u32,
+    inode: u64,
+    job: usize,
+}
+
+/// A context writing dirty pages back: a flusher, or a task throttled by 2.6.x
+/// balance_dirty_pages writing out a chunk itself.
+#[derive(Clone, Debug)]
+struct Writer {
+    /// The context it takes pages from.
+    wb: u32,
+    flow: FlowId,
+    group: GroupId,
+    prio: IoPrio,
+    /// The job it writes for; None for a flusher.
+    job: Option<usize>,
+    /// What it is: a flusher, a throttled task writing out, or a task writing given pages
+    /// (fsync, O_SYNC, fadvise DONTNEED).
+    kind: WriterKind,
+    /// Pages it may still take (a throttled task's `nr_to_write`; a flusher's is unbounded).
+    budget: u64,
+    /// Pages taken but not yet issued, in order, with the job that dirtied each and whether
+    /// the write is synchronous.
+    pending: VecDeque<(u64, usize, bool)>,
+    /// Its last request, until the elevator takes it: a writer blocks in request allocation.
+    waiting: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WriterKind {
+    Flusher,
+    Throttle,
+    Task,
+}
+
+/// An fsync or O_SYNC write waiting for pages to reach the device, then its flush.
+#[derive(Clone, Copy, Debug)]
+struct SyncWait {
+    /// What the job counts when the flush completes (the fsync, or the O_SYNC write).
+    issued: Issued,
+    /// Pages not yet on the device.
+    pending: u64,
+    job: usize,
+}
+
+/// A job's state in balance_dirty_pages.
+#[derive(Clone, Copy, Debug, Default)]
+struct JobThrottle {
+    /// Pages it dirtied since it last entered balance_dirty_pages (or paused).
+    dirtied: u64,
+    /// Pages it dirtied lately (halved every period), for 2.6.x `task_dirty_limit`.
+    recent: u64,
+    /// The write held until the throttle lets it go (its `cache_reads` id).
+    held: Option<u64>,
+    /// 2.6.x: pages it wrote out in this balance, whether it is writing now, and its
+    /// congestion_wait's generation (the wait ends at a completion or a timeout).
+    written: u64,
+    writing: bool,
+    congestion: Option<u64>,
+    /// The I/O it issues once its fadvise's writes are submitted.
+    deferred: Option<(NextIo, IoPrio)>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct WbCounters {
+    pages_dirtied: u64,
+    pages_written_back: u64,
+    flusher_pages: u64,
+    task_writeout_pages: u64,
+    sync_pages: u64,
+    throttle_pauses: u64,
+    congestion_waits: u64,
+    throttle_ns: u64,
 }
 
 /// One request's life, recorded when tracing (for tests of the exactly-once and ordering
@@ -264,24 +492,44 @@ impl Simulation {
         let mut elevator = stack.elevator(nr_requests);
         // The host's own tunables (wakeup_latency) are the simulator's; the rest go to the
         // queue, the stage and the policy (`POLICY.NAME` and `STAGE.NAME` scoped to them).
-        let mut wakeup_latency = HOST_TUNABLES[0].default * 1_000;
-        let mut mem_mib = HOST_TUNABLES[1].default;
-        let mut read_ahead_kb = HOST_TUNABLES[2].default;
+        let mut host: Vec<u64> = HOST_TUNABLES.iter().map(|spec| spec.default).collect();
         let mut settings = Vec::with_capacity(config.policy_settings.len());
         for (name, value) in &config.policy_settings {
             if let Ok(spec) = iosched_core::tunable::find(HOST_TUNABLES, name) {
                 let value = spec
                     .parse(value)
                     .map_err(|e| SimError::new(e.to_string()))?;
-                match spec.name {
-                    "wakeup_latency" => wakeup_latency = value * 1_000,
-                    "mem" => mem_mib = value,
-                    _ => read_ahead_kb = value,
-                }
+                host[host_tunable(spec.name)] = value;
             } else {
                 settings.push((name.clone(), value.clone()));
             }
         }
+        let wakeup_latency = host[host_tunable("wakeup_latency")] * 1_000;
+        let mem_mib = host[host_tunable("mem")];
+        let read_ahead_kb = host[host_tunable("read_ahead_kb")];
+        let (background_ratio, ratio) = (
+            host[host_tunable("dirty_background_ratio")],
+            host[host_tunable("dirty_ratio")],
+        );
+        if background_ratio >= ratio {
+            return Err(SimError::new(format!(
+                "dirty_background_ratio={background_ratio} must be below dirty_ratio={ratio}: \
+                 background writeback starts before writers are throttled"
+            )));
+        }
+        let cache_pages = mem_mib.saturating_mul(1 << 20) / PAGE;
+        let wb_settings = writeback::Settings {
+            dirtyable: cache_pages,
+            background_ratio,
+            ratio,
+            expire: host[host_tunable("dirty_expire_centisecs")] * 10_000_000,
+            interval: host[host_tunable("dirty_writeback_centisecs")] * 10_000_000,
+            throttle: if host[host_tunable("dirty_throttle_legacy")] == 1 {
+                Throttle::Legacy
+            } else {
+                Throttle::Proportional
+            },
+        };
         policies::apply_settings(&mut elevator, &settings)
             .map_err(|e| SimError::new(e.to_string()))?;
         // bdi->io_pages: the largest request, max_sectors_kb.
@@ -327,6 +575,16 @@ impl Simulation {
                 notes.push(note);
             }
         }
+        let writeback_on = host[host_tunable("writeback")] == 1;
+        let cgroup_writeback = host[host_tunable("cgroup_writeback")] == 1;
+        let mut dirtiers = BTreeMap::new();
+        for (run, sim) in jobs.iter().zip(&own) {
+            if run.spec.writes() && !run.spec.direct {
+                let wb = if cgroup_writeback { sim.group.0 } else { 0 };
+                *dirtiers.entry(wb).or_insert(0) += 1;
+            }
+        }
+        let throttles = vec![JobThrottle::default(); jobs.len()];
         let time_limit = config.time_limit.min(limits::SIMULATED_TIME_MAX);
         let planned: Vec<(&JobSpec, Option<u64>)> = jobs
             .iter()
@@ -368,7 +626,7 @@ impl Simulation {
             trace: None,
             wakeup_latency,
             notifications: FxHashMap::default(),
-            cache: PageCache::new(mem_mib.saturating_mul(1 << 20) / PAGE),
+            cache: PageCache::new(cache_pages),
             read_ahead: FxHashMap::default(),
             read_ahead_pages: read_ahead_kb / 4,
             io_pages: max_sectors_pages,
@@ -379,6 +637,27 @@ impl Simulation {
             cache_waits: 0,
             cache_misses: 0,
             read_ahead_bytes: 0,
+            wb_settings,
+            writeback_on,
+            cgroup_writeback,
+            page_ioprio: host[host_tunable("page_ioprio")] == 1,
+            sync_write_flag: host[host_tunable("sync_write_flag")] == 1,
+            wbs: BTreeMap::new(),
+            dirty_at: FxHashMap::default(),
+            under_writeback: BTreeSet::new(),
+            writers: Vec::new(),
+            syncs: FxHashMap::default(),
+            sync_waiters: FxHashMap::default(),
+            next_sync: 0,
+            throttles,
+            dirtiers,
+            dirty_exceeded: false,
+            recent_dirtied: 0,
+            kupdate_pending: false,
+            kupdate: BTreeMap::new(),
+            versions: None,
+            carried: FxHashMap::default(),
+            wb_counters: WbCounters::default(),
         })
     }
 
@@ -427,6 +706,7 @@ impl Simulation {
                 flow: FlowId(index as u32),
                 group,
                 regions: regions.to_vec(),
+                since_dontneed: 0,
             },
         ))
     }
@@ -494,8 +774,21 @@ impl Simulation {
                     }
                     self.policy_wake = None;
                 }
+                Event::Kupdate => self.kupdate_tick(),
+                Event::Congestion(job, generation) => {
+                    self.congestion_timeout(job as usize, generation)
+                }
             }
             self.settle();
+        }
+        if let Some(run) = self.jobs.iter().find(|run| run.phase != Phase::Done) {
+            // Nothing left to happen and a job not done: a bug, reported rather than a
+            // report that silently lacks the job's end.
+            return Err(SimError::new(format!(
+                "{}: job {:?} never finished: nothing was left to happen with it in phase {:?} \
+                 and {} I/O(s) in flight (a simulator bug; please report it with the job file)",
+                run.spec.location, run.spec.name, run.phase, run.in_flight
+            )));
         }
         assert_eq!(self.elevator.queued(), 0, "requests left in the scheduler");
         assert_eq!(self.device.in_flight(), 0, "commands left in the device");
@@ -573,34 +866,60 @@ impl Simulation {
 
     /// Submits `io` of job `index` with `prio` (the driver has counted it).
     fn submit_io(&mut self, index: usize, io: NextIo, prio: IoPrio) {
+        if let Some(every) = self.jobs[index].spec.dontneed_every {
+            let own = &mut self.own[index];
+            own.since_dontneed += io.len;
+            if own.since_dontneed >= every {
+                own.since_dontneed = 0;
+                if self.fadvise_dontneed(index) {
+                    // The task submits the writes before its I/O (fadvise returns first).
+                    self.throttles[index].deferred = Some((io, prio));
+                    return;
+                }
+            }
+        }
+        self.submit_io_now(index, io, prio);
+    }
+
+    /// Submits `io` of job `index` (its `dontneed_every` advice, if due, is given).
+    fn submit_io_now(&mut self, index: usize, io: NextIo, prio: IoPrio) {
         let run = &self.jobs[index];
         if io.dir == DataDir::Read && !run.spec.direct {
             self.buffered_read(index, io, prio);
             return;
         }
-        if io.dir != DataDir::Read && io.len > 0 && !self.cache.is_empty() {
-            // A write or trim makes the cached copy stale: direct I/O invalidates it
-            // (kiocb_invalidate_pages), and without writeback so do buffered writes here.
-            self.cache
-                .invalidate(io.offset / PAGE, (io.offset + io.len - 1) / PAGE);
+        if io.dir == DataDir::Write && io.len > 0 && self.writes_buffered(index) {
+            self.buffered_write(index, io, prio);
+            return;
         }
+        if io.dir != DataDir::Read && io.len > 0 && !self.cache.is_empty() {
+            // A direct write or trim makes the cached copy stale (kiocb_invalidate_pages);
+            // so do buffered writes when they bypass the cache (writeback=0).
+            self.direct_write_over(io.offset / PAGE, (io.offset + io.len - 1) / PAGE);
+        }
+        let run = &self.jobs[index];
         let fua = io.dir == DataDir::Write && run.spec.sync_writes;
         let (op, sync) = match io.dir {
             DataDir::Read => (Op::Read, true),
             // O_DIRECT and O_SYNC writes are synchronous (REQ_SYNC); buffered writeback is not.
-            DataDir::Write => (Op::Write, run.spec.direct || run.spec.sync_writes),
+            DataDir::Write => (
+                Op::Write,
+                (run.spec.direct || run.spec.sync_writes) && self.sync_write_flag,
+            ),
             DataDir::Trim => (Op::Discard, true),
         };
         let mut request = self.new_request(index, op, io.offset, io.len, sync, prio);
         // O_SYNC writes go to the device with FUA, as direct O_DSYNC writes to a block device
-        // do (block/fops.c, `dio_bio_write_op`). Buffered ones would be written back and
-        // flushed (blkdev_fsync); without a page cache they are issued directly, so FUA too.
+        // do (block/fops.c, `dio_bio_write_op`). Buffered ones are written back and flushed
+        // (`dirty::buffered_write`), or with writeback=0 issued directly, so FUA too.
         request.fua = fua;
         let record = Io {
             issued: Issued::io(index, &io, request.prio, self.now),
             dispatched: 0,
             dispatch_order: 0,
             fill: None,
+            writeback: None,
+            admitted: false,
         };
         self.ios.insert(request.id.0, record);
         self.issued_total += 1;
@@ -715,9 +1034,11 @@ impl Simulation {
                 page += 1;
             }
             let pages = page - run_start;
+            // Every read is synchronous to the block layer (op_is_sync); read-ahead past the
+            // reader is marked as such (REQ_RAHEAD).
             let mut request =
-                self.new_request(index, Op::Read, run_start * PAGE, pages * PAGE, sync, prio);
-            request.sync = sync;
+                self.new_request(index, Op::Read, run_start * PAGE, pages * PAGE, true, prio);
+            request.readahead = !sync;
             let issued = Issued {
                 job: index,
                 dir: DataDir::Read,
@@ -735,6 +1056,8 @@ impl Simulation {
                     dispatched: 0,
                     dispatch_order: 0,
                     fill: Some((run_start, pages)),
+                    writeback: None,
+                    admitted: false,
                 },
             );
             if !sync {
@@ -771,6 +1094,10 @@ impl Simulation {
     fn open_files(&mut self, index: usize) {
         let spec = &self.jobs[index].spec;
         let (pre_read, invalidate) = (spec.pre_read, spec.invalidate);
+        if spec.drop_caches.is_some_and(|n| n & 1 == 1) {
+            // echo 1 > /proc/sys/vm/drop_caches: every clean, unlocked page goes.
+            self.cache.invalidate(0, u64::MAX);
+        }
         for region in self.own[index].regions.clone() {
             if region.len == 0 {
                 continue;
@@ -808,15 +1135,32 @@ impl Simulation {
         driver::completed(self, read.issued.job, at);
     }
 
+    /// Job `index`'s own priority, as its cgroup's io.prio.class makes it (blk-ioprio).
+    fn job_prio(&self, index: usize) -> IoPrio {
+        let prio = self.jobs[index].spec.prio;
+        self.groups
+            .settings(self.own[index].group)
+            .prio_class
+            .apply(prio)
+    }
+
     /// Submits a flush of job `index`.
     fn submit_flush(&mut self, index: usize) {
-        let prio = self.jobs[index].spec.prio;
-        let request = self.new_request(index, Op::Flush, 0, 0, true, prio);
+        let issued = Issued::flush(index, self.job_prio(index), self.now);
+        self.submit_flush_for(index, issued);
+    }
+
+    /// Submits a flush of job `index` that completes `issued` (a flush, an fsync after its
+    /// writeback, or an O_SYNC write).
+    fn submit_flush_for(&mut self, index: usize, issued: Issued) {
+        let request = self.new_request(index, Op::Flush, 0, 0, true, issued.prio);
         let record = Io {
-            issued: Issued::flush(index, request.prio, self.now),
+            issued,
             dispatched: 0,
             dispatch_order: 0,
             fill: None,
+            writeback: None,
+            admitted: false,
         };
         self.ios.insert(request.id.0, record);
         self.issued_total += 1;
@@ -861,6 +1205,9 @@ impl Simulation {
             }
             self.done = done;
             self.admit_blocked();
+            if self.writers.iter().any(|w| w.waiting.is_some()) {
+                self.pump_writers();
+            }
             let dispatched_any = self.dispatch();
             if !completed_any && !dispatched_any {
                 break;
@@ -929,7 +1276,11 @@ impl Simulation {
         let service = at - dispatched;
         for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
             let io = &self.ios[&id.0];
-            let run = &mut self.jobs[io.issued.job];
+            // Writeback's time is the job's whose pages it wrote.
+            let job = io.writeback.map_or(io.issued.job, |w| w.owner);
+            let Some(run) = self.jobs.get_mut(job) else {
+                continue;
+            };
             if at >= run.result.measure_start {
                 let share = (u128::from(service) * u128::from(io.issued.bytes.max(1))
                     / u128::from(request.len.max(1))) as Nanos;
@@ -971,12 +1322,20 @@ impl Simulation {
                 dispatch_order: io.dispatch_order,
                 completed: at,
                 carrier,
-                job: io.issued.job as u32,
+                job: u32::try_from(io.issued.job).unwrap_or(u32::MAX),
             });
         }
         if let Some((first, pages)) = io.fill {
             self.filled(first, pages, at, error);
             return;
+        }
+        if let Some(written) = io.writeback {
+            self.written_back(written, at, error);
+            return;
+        }
+        if op == Op::Write && error.is_none() && self.versions.is_some() {
+            let last = (io.issued.offset + io.issued.bytes.max(1) - 1) / PAGE;
+            self.direct_written(io.issued.offset / PAGE, last);
         }
         let job = &mut self.jobs[io.issued.job];
         match error {
@@ -1018,6 +1377,7 @@ impl Simulation {
                 ("page_cache_evicted".to_string(), self.cache.evicted as f64),
             ]);
         }
+        counters.extend(self.writeback_counters());
         counters.extend(self.device.counters());
         RunReport {
             engine: "sim".into(),
@@ -1054,7 +1414,11 @@ impl driver::Engine for Simulation {
     }
 
     fn flush(&mut self, index: usize, _now: Nanos, _at_end: bool) -> u32 {
-        self.submit_flush(index);
+        if self.writes_buffered(index) {
+            self.buffered_fsync(index);
+        } else {
+            self.submit_flush(index);
+        }
         1
     }
 
@@ -1086,8 +1450,7 @@ fn admitted(
     if how == Admitted::Merged {
         disk.merged(direction);
     }
-    ios.get_mut(&id.0)
-        .expect("issued I/O is tracked")
-        .issued
-        .admitted = now;
+    let io = ios.get_mut(&id.0).expect("issued I/O is tracked");
+    io.issued.admitted = now;
+    io.admitted = true;
 }

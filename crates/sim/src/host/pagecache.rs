@@ -34,6 +34,10 @@ struct Node {
     referenced: bool,
     /// PG_readahead.
     mark: bool,
+    /// PG_dirty: written by a task, not yet written back.
+    dirty: bool,
+    /// PG_writeback: a write of it to the device is in flight.
+    writeback: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -60,6 +64,10 @@ pub struct PageState {
     pub uptodate: bool,
     /// It carries PG_readahead.
     pub mark: bool,
+    /// It is dirty (PG_dirty).
+    pub dirty: bool,
+    /// It is being written back (PG_writeback).
+    pub writeback: bool,
 }
 
 /// The page cache of one host.
@@ -73,6 +81,8 @@ pub struct PageCache {
     active: List,
     /// Pages dropped to make room (counted for the report).
     pub evicted: u64,
+    dirty: u64,
+    writeback: u64,
 }
 
 impl PageCache {
@@ -86,6 +96,8 @@ impl PageCache {
             inactive: List::new(),
             active: List::new(),
             evicted: 0,
+            dirty: 0,
+            writeback: 0,
         }
     }
 
@@ -110,6 +122,8 @@ impl PageCache {
         Some(PageState {
             uptodate: node.at != Where::Locked,
             mark: node.mark,
+            dirty: node.dirty,
+            writeback: node.writeback,
         })
     }
 
@@ -130,6 +144,8 @@ impl PageCache {
             at: Where::Locked,
             referenced: false,
             mark,
+            dirty: false,
+            writeback: false,
         };
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -183,17 +199,94 @@ impl PageCache {
         }
     }
 
+    /// A task wrote `page` whole (`generic_perform_write`): it is held, up to date and dirty
+    /// (PG_dirty), and a write counts as an access. Returns whether it was clean before (a
+    /// page being written back that is written again is dirty again, and stays under
+    /// writeback). A page whose read is in flight is written over: its read completes into
+    /// the new data, which the model does not distinguish.
+    pub fn write(&mut self, page: u64) -> bool {
+        if !self.index.contains_key(&page) {
+            self.add_locked(page, false);
+            let slot = self.index[&page];
+            self.push_head(slot, Where::Inactive);
+        }
+        let slot = self.index[&page];
+        let was_clean = !self.nodes[slot as usize].dirty;
+        self.nodes[slot as usize].dirty = true;
+        self.dirty += u64::from(was_clean);
+        self.access(page);
+        self.reclaim();
+        was_clean
+    }
+
+    /// Writeback takes `page`: it is clean and under writeback (`folio_clear_dirty_for_io`,
+    /// `folio_start_writeback`). False if it was not dirty or is already under writeback.
+    pub fn start_writeback(&mut self, page: u64) -> bool {
+        let Some(&slot) = self.index.get(&page) else {
+            return false;
+        };
+        let node = &mut self.nodes[slot as usize];
+        if !node.dirty || node.writeback {
+            return false;
+        }
+        node.dirty = false;
+        node.writeback = true;
+        self.dirty -= 1;
+        self.writeback += 1;
+        true
+    }
+
+    /// The write of `page` completed (`folio_end_writeback`); it may be dirty again.
+    pub fn end_writeback(&mut self, page: u64) {
+        let Some(&slot) = self.index.get(&page) else {
+            return;
+        };
+        let node = &mut self.nodes[slot as usize];
+        if node.writeback {
+            node.writeback = false;
+            self.writeback -= 1;
+            self.reclaim();
+        }
+    }
+
+    /// Forgets that `page` is dirty: a direct write over it replaces its data on the device.
+    /// Returns whether it was dirty.
+    pub fn clean(&mut self, page: u64) -> bool {
+        let Some(&slot) = self.index.get(&page) else {
+            return false;
+        };
+        let node = &mut self.nodes[slot as usize];
+        let was = node.dirty;
+        node.dirty = false;
+        self.dirty -= u64::from(was);
+        was
+    }
+
+    /// Dirty pages held (NR_FILE_DIRTY).
+    pub fn dirty_pages(&self) -> u64 {
+        self.dirty
+    }
+
+    /// Pages under writeback (NR_WRITEBACK).
+    pub fn writeback_pages(&self) -> u64 {
+        self.writeback
+    }
+
     /// Drops a locked `page` whose read failed.
     pub fn discard(&mut self, page: u64) {
         if let Some(&slot) = self.index.get(&page) {
-            if self.nodes[slot as usize].at == Where::Locked {
+            let node = self.nodes[slot as usize];
+            if node.at == Where::Locked && node.dirty {
+                // Written while its read was in flight: the data is the writer's.
+                self.unlock(page);
+            } else if node.at == Where::Locked {
                 self.drop_slot(slot);
             }
         }
     }
 
-    /// Drops the up-to-date pages in `[first, last]` (`invalidate_mapping_pages`: locked
-    /// pages stay). Returns how many.
+    /// Drops the clean up-to-date pages in `[first, last]` (`invalidate_mapping_pages`:
+    /// locked, dirty and writeback pages stay). Returns how many.
     pub fn invalidate(&mut self, first: u64, last: u64) -> u64 {
         let pages: Vec<u64> = if last - first < self.index.len() as u64 {
             (first..=last)
@@ -209,7 +302,8 @@ impl PageCache {
         let mut dropped = 0;
         for page in pages {
             let slot = self.index[&page];
-            if self.nodes[slot as usize].at != Where::Locked {
+            let node = &self.nodes[slot as usize];
+            if node.at != Where::Locked && !node.dirty && !node.writeback {
                 self.unlink(slot);
                 self.drop_slot(slot);
                 dropped += 1;
@@ -273,9 +367,16 @@ impl PageCache {
         self.free.push(slot);
     }
 
-    /// Drops pages until the cache fits its capacity (or only locked pages are left).
+    /// Drops pages until the cache fits its capacity (or only locked, dirty and writeback
+    /// pages are left). A dirty or writeback page at the inactive tail goes back to the head
+    /// (`folio_rotate_reclaimable`: reclaim does not wait for writeback; the flusher and
+    /// dirty throttling keep such pages a fraction of memory).
     fn reclaim(&mut self) {
-        while self.len() > self.capacity && self.inactive.len + self.active.len > 0 {
+        let mut rotations = 0;
+        while self.len() > self.capacity
+            && self.inactive.len + self.active.len > 0
+            && rotations <= self.inactive.len + self.active.len
+        {
             if self.inactive.len < self.active.len || self.inactive.len == 0 {
                 // shrink_active_list: the active tail goes to the inactive head.
                 let tail = self.active.tail;
@@ -286,6 +387,12 @@ impl PageCache {
             }
             let tail = self.inactive.tail;
             self.unlink(tail);
+            let node = self.nodes[tail as usize];
+            if node.dirty || node.writeback {
+                self.push_head(tail, Where::Inactive);
+                rotations += 1;
+                continue;
+            }
             self.drop_slot(tail);
             self.evicted += 1;
         }
@@ -336,7 +443,9 @@ mod tests {
             cache.get(3),
             Some(PageState {
                 uptodate: false,
-                mark: true
+                mark: true,
+                dirty: false,
+                writeback: false,
             })
         );
         cache.clear_mark(3);
@@ -344,7 +453,9 @@ mod tests {
             cache.get(3),
             Some(PageState {
                 uptodate: false,
-                mark: false
+                mark: false,
+                dirty: false,
+                writeback: false,
             })
         );
         assert_eq!(cache.len(), 5, "locked pages stay though over capacity");
@@ -359,13 +470,50 @@ mod tests {
             cache.get(4),
             Some(PageState {
                 uptodate: true,
-                mark: false
+                mark: false,
+                dirty: false,
+                writeback: false,
             })
         );
         cache.add_locked(9, false);
         assert_eq!(cache.invalidate(0, 100), 2);
         assert_eq!(cache.len(), 1);
         assert!(cache.contains(9));
+    }
+
+    // Proves dirty and writeback pages are never reclaimed or invalidated, and that a page
+    // written during its writeback is dirty again after it.
+    #[test]
+    fn dirty_pages_stay_until_written_back() {
+        let mut cache = PageCache::new(4);
+        for page in 0..4 {
+            assert!(cache.write(page));
+        }
+        assert!(!cache.write(0), "already dirty");
+        assert_eq!(cache.dirty_pages(), 4);
+        for page in 10..20 {
+            read(&mut cache, page);
+        }
+        assert!((0..4).all(|p| cache.contains(p)), "dirty pages reclaimed");
+        assert_eq!(cache.invalidate(0, 3), 0);
+        assert!(cache.start_writeback(1));
+        assert!(!cache.start_writeback(1));
+        assert_eq!((cache.dirty_pages(), cache.writeback_pages()), (3, 1));
+        assert!(cache.write(1), "clean while under writeback");
+        cache.end_writeback(1);
+        assert_eq!(
+            cache.get(1).map(|s| (s.dirty, s.writeback)),
+            Some((true, false))
+        );
+        assert!(cache.clean(2));
+        cache.end_writeback(1);
+        assert_eq!((cache.dirty_pages(), cache.writeback_pages()), (3, 0));
+        // Clean now: the next reads reclaim it.
+        for page in 20..30 {
+            read(&mut cache, page);
+        }
+        assert!(!cache.contains(2));
+        assert!(cache.contains(1) && cache.contains(3));
     }
 
     // Model test: against a plain set and a bound, any sequence of adds, unlocks, accesses
