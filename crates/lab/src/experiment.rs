@@ -211,6 +211,13 @@ struct CheckDefinition {
     known_gap: Option<String>,
     #[serde(default)]
     tolerance: f64,
+    /// A rank check: the source's figure for each variant (by label); the checked figure is
+    /// Spearman's rank correlation between the metric across those variants and these.
+    ranks: Option<BTreeMap<String, f64>>,
+    /// For a rank check: measured figures within this fraction of each other rank as ties
+    /// (experimental noise), e.g. 0.05.
+    #[serde(default)]
+    tie_within: f64,
 }
 
 /// A loaded experiment.
@@ -410,6 +417,28 @@ fn evaluate(check: &CheckDefinition, study: &Study) -> Result<Verdict> {
     if let Some(at_most) = &check.at_most {
         bounds.push(("<=", threshold_value(at_most)?));
     }
+    if let Some(expected) = &check.ranks {
+        if expected.len() < 3 {
+            bail!("ranks needs at least three variants to order");
+        }
+        let mut measured = Vec::new();
+        let mut seed = Vec::new();
+        let mut listed = Vec::new();
+        for (label, figure) in expected {
+            let run = cell(study, &Some(label.clone()), &check.point)?;
+            let value = measure(run, &check.job, dir, &check.metric)?;
+            listed.push(format!("{label} {}", format_metric(&check.metric, value)));
+            measured.push(value);
+            seed.push(*figure);
+        }
+        let rho = spearman(&tied(&measured, check.tie_within), &seed);
+        return Ok(Verdict {
+            claim: check.claim.clone(),
+            figure: format!("rank correlation {rho:.2} ({})", listed.join(", ")),
+            pass: within(&bounds, rho),
+            gap: check.known_gap.clone(),
+        });
+    }
     if check.rising {
         let sweep = study.sweep.as_ref().context("rising needs a sweep")?;
         let mut values = Vec::new();
@@ -461,6 +490,56 @@ fn evaluate(check: &CheckDefinition, study: &Study) -> Result<Verdict> {
         pass: within(&bounds, value),
         gap: check.known_gap.clone(),
     })
+}
+
+/// `values` with each run of sorted values within `fraction` of the run's smallest replaced
+/// by that smallest, so that they tie.
+fn tied(values: &[f64], fraction: f64) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&i, &j| values[i].total_cmp(&values[j]));
+    let mut out = values.to_vec();
+    let mut base = f64::NAN;
+    for index in order {
+        if base.is_nan() || values[index] > base * (1.0 + fraction) {
+            base = values[index];
+        }
+        out[index] = base;
+    }
+    out
+}
+
+/// Spearman's rank correlation of `a` and `b` (ties take their mean rank): Pearson's
+/// correlation of the ranks; 0 when either has no spread.
+fn spearman(a: &[f64], b: &[f64]) -> f64 {
+    fn ranks(values: &[f64]) -> Vec<f64> {
+        let mut order: Vec<usize> = (0..values.len()).collect();
+        order.sort_by(|&i, &j| values[i].total_cmp(&values[j]));
+        let mut ranks = vec![0.0; values.len()];
+        let mut start = 0;
+        while start < order.len() {
+            let mut end = start + 1;
+            while end < order.len() && values[order[end]] == values[order[start]] {
+                end += 1;
+            }
+            let mean = (start + end - 1) as f64 / 2.0 + 1.0;
+            for &index in &order[start..end] {
+                ranks[index] = mean;
+            }
+            start = end;
+        }
+        ranks
+    }
+    let (x, y) = (ranks(a), ranks(b));
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let cov: f64 = x.iter().zip(&y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let vx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
+    let vy: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
+    if vx == 0.0 || vy == 0.0 {
+        0.0
+    } else {
+        cov / (vx * vy).sqrt()
+    }
 }
 
 fn within(bounds: &[(&str, f64)], value: f64) -> bool {
@@ -674,4 +753,26 @@ pub fn results_json(experiment: &Experiment, study: &Study, quick: bool) -> serd
         }
     }
     serde_json::Value::Object(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{spearman, tied};
+
+    // Proves the rank correlation: 1 for the same order, -1 for the reverse, mean ranks for
+    // ties, 0 with no spread.
+    #[test]
+    fn spearman_orders_and_ties() {
+        assert!((spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]) - 1.0).abs() < 1e-12);
+        assert!((spearman(&[3.0, 2.0, 1.0], &[10.0, 20.0, 30.0]) + 1.0).abs() < 1e-12);
+        // Ranks (1, 2.5, 2.5) against (1, 2, 3): 0.866.
+        let ties = spearman(&[1.0, 5.0, 5.0], &[1.0, 2.0, 3.0]);
+        assert!((ties - 0.866_025).abs() < 1e-5, "{ties}");
+        assert_eq!(spearman(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]), 0.0);
+        // Within 5%: 100, 103 and 104 tie at 100; 120 does not.
+        assert_eq!(
+            tied(&[104.0, 100.0, 120.0, 103.0], 0.05),
+            vec![100.0, 100.0, 120.0, 100.0]
+        );
+    }
 }
