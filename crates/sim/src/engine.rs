@@ -288,6 +288,10 @@ struct SimJob {
     regions: Vec<Region>,
     /// Bytes issued since its last `dontneed_every` advice.
     since_dontneed: u64,
+    /// Bytes of one loop over its files, and bytes issued in the current loop: fio closes
+    /// and reopens a job's files between loops (`clear_io_state`).
+    loop_bytes: u64,
+    since_open: u64,
 }
 
 /// A simulation in progress.
@@ -707,6 +711,8 @@ impl Simulation {
                 group,
                 regions: regions.to_vec(),
                 since_dontneed: 0,
+                loop_bytes: region_bytes,
+                since_open: 0,
             },
         ))
     }
@@ -866,6 +872,12 @@ impl Simulation {
 
     /// Submits `io` of job `index` with `prio` (the driver has counted it).
     fn submit_io(&mut self, index: usize, io: NextIo, prio: IoPrio) {
+        let own = &mut self.own[index];
+        if own.loop_bytes > 0 && own.since_open >= own.loop_bytes {
+            own.since_open = 0;
+            self.reopen_files(index);
+        }
+        self.own[index].since_open += io.len;
         if let Some(every) = self.jobs[index].spec.dontneed_every {
             let own = &mut self.own[index];
             own.since_dontneed += io.len;
@@ -1115,6 +1127,21 @@ impl Simulation {
                 self.cache.invalidate(first, last);
             }
         }
+    }
+
+    /// A new loop of job `index`: fio closes its files (`clear_io_state`) and opens them
+    /// again (`td_io_open_file`), which drops their clean cached pages with `invalidate=1`
+    /// (the default) and starts read-ahead afresh (a new open file).
+    fn reopen_files(&mut self, index: usize) {
+        if self.jobs[index].spec.invalidate {
+            for region in self.own[index].regions.clone() {
+                if region.len > 0 {
+                    let last = (region.start + region.len - 1) / PAGE;
+                    self.cache.invalidate(region.start / PAGE, last);
+                }
+            }
+        }
+        self.read_ahead.retain(|&(job, _), _| job != index);
     }
 
     /// A buffered read has its pages: the job counts it.

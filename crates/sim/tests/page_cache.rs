@@ -60,10 +60,19 @@ fn read_ahead_makes_small_sequential_reads_large() {
 }
 
 // Proves fadvise RANDOM (fio's default for random jobs): no read-ahead, one page per miss;
-// and that a file read twice is served from the cache the second time.
+// that a file read twice is served from the cache the second time with invalidate=0, and
+// that with fio's default invalidate=1 the second loop reads it again (fio reopens a job's
+// files at each loop, dropping their cache).
 #[test]
 fn random_reads_read_only_their_pages_and_hit_the_second_time() {
-    let text = "[r]\nrw=randread\nbs=4k\nsize=16m\nloops=2\n";
+    let reopened = simulate("[r]\nrw=randread\nbs=4k\nsize=16m\nloops=2\n", &[]);
+    assert_eq!(
+        counter(&reopened, "reads"),
+        8192.0,
+        "each page once per loop"
+    );
+    assert_eq!(counter(&reopened, "page_cache_hits"), 0.0);
+    let text = "[r]\nrw=randread\nbs=4k\nsize=16m\nloops=2\ninvalidate=0\n";
     let report = simulate(text, &[]);
     assert_eq!(counter(&report, "read_ahead_bytes"), 0.0);
     assert_eq!(counter(&report, "reads"), 4096.0, "each page once");
@@ -83,7 +92,7 @@ fn pre_read_and_a_small_memory() {
     let report = simulate(text, &[]);
     assert_eq!(counter(&report, "reads"), 0.0);
     assert_eq!(counter(&report, "page_cache_hits"), 4096.0);
-    let text = "[r]\nrw=randread\nbs=4k\nsize=16m\nloops=2\n";
+    let text = "[r]\nrw=randread\nbs=4k\nsize=16m\nloops=2\ninvalidate=0\n";
     let report = simulate(text, &[("mem", "8")]);
     assert!(counter(&report, "page_cache_evicted") > 0.0);
     assert!(

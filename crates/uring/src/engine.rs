@@ -276,6 +276,10 @@ struct UringJob {
     last_write_file: usize,
     /// Bytes issued since its last `dontneed_every` advice.
     since_dontneed: u64,
+    /// Bytes of one loop over its files, and bytes issued in the current loop: fio reopens
+    /// a job's files between loops, invalidating their cache.
+    loop_bytes: u64,
+    since_open: u64,
     files: Vec<JobFile>,
     buffers: Vec<AlignedBuf>,
     free: Vec<usize>,
@@ -317,6 +321,8 @@ fn job_run(
         group,
         last_write_file: 0,
         since_dontneed: 0,
+        loop_bytes: region_bytes,
+        since_open: 0,
         files: files.to_vec(),
         buffers,
         free: (0..state.depth as usize).rev().collect(),
@@ -580,6 +586,21 @@ impl Engine {
     fn issue_checked(&mut self, index: usize, io: NextIo, prio: IoPrio, now: Nanos, check: Check) {
         let id = self.new_id();
         let (run, own) = (&mut self.jobs[index], &mut self.own[index]);
+        if own.loop_bytes > 0 && own.since_open >= own.loop_bytes {
+            // A new loop: fio reopens the job's files, invalidating their cache.
+            own.since_open = 0;
+            if run.spec.invalidate {
+                for file in own.files.iter().filter(|f| f.buffered) {
+                    let (start, len) = (
+                        file.region.start as libc::off_t,
+                        file.region.len as libc::off_t,
+                    );
+                    // SAFETY: a plain advisory call on an open descriptor.
+                    unsafe { libc::posix_fadvise(file.fd, start, len, libc::POSIX_FADV_DONTNEED) };
+                }
+            }
+        }
+        own.since_open += io.len;
         if let Some(every) = run.spec.dontneed_every {
             own.since_dontneed += io.len;
             if own.since_dontneed >= every {
