@@ -8,8 +8,8 @@
 //! dirtied them; or, under the 2.6.x throttle, by the throttled task itself, in its own
 //! context (flow, cgroup, priority), from any inode. A writer submits one request at a time
 //! and stops while the elevator keeps it waiting, as a task blocked in request allocation
-//! does. Writeback requests are asynchronous; fsync's and O_SYNC's are synchronous and are
-//! followed by a flush. Writers take no new work once every job is done: the run ends as
+//! does. Writeback requests are asynchronous; fsync's and O_SYNC's are synchronous (plain
+//! writes with `sync_write_flag=0`, as 2.6.18 sent them) and are followed by a flush. Writers take no new work once every job is done: the run ends as
 //! fio's does, with what is still dirty left in memory.
 
 use super::*;
@@ -101,6 +101,12 @@ impl Simulation {
         let pages = last - first + 1;
         self.wb_counters.pages_dirtied += pages;
         let issued = Issued::io(index, &io, prio, self.now);
+        self.schedule_kupdate();
+        if self.jobs[index].spec.sync_writes {
+            // O_SYNC: generic_write_sync writes the range back, waits, and flushes.
+            self.start_sync(index, issued, (first, last));
+            return;
+        }
         let id = self.next_cache_read;
         self.next_cache_read += 1;
         self.cache_reads.insert(
@@ -111,12 +117,6 @@ impl Simulation {
                 error: None,
             },
         );
-        self.schedule_kupdate();
-        if self.jobs[index].spec.sync_writes {
-            // O_SYNC: generic_write_sync writes the range back, waits, and flushes.
-            self.start_sync(index, issued, (first, last), id);
-            return;
-        }
         let copy = CACHE_HIT_NS + io.len / COPY_BYTES_PER_NS;
         self.throttles[index].dirtied += pages;
         self.throttles[index].recent += pages;
@@ -586,9 +586,8 @@ impl Simulation {
     /// Starts an O_SYNC write's sync of pages `[first, last]` of job `index`
     /// (`generic_write_sync`): the range's dirty pages are written synchronously in the job's
     /// context, it waits for them and for those already under writeback, then a flush; the
-    /// write (`issued`, its record `write` in `cache_reads`) completes with the flush.
-    fn start_sync(&mut self, index: usize, issued: Issued, (first, last): (u64, u64), write: u64) {
-        self.cache_reads.remove(&write);
+    /// write (`issued`) completes with the flush.
+    fn start_sync(&mut self, index: usize, issued: Issued, (first, last): (u64, u64)) {
         let id = self.new_sync(index, issued);
         self.sync_range(id, first, last, None);
         // The placeholder taken at the start.
