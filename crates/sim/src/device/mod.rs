@@ -187,6 +187,7 @@ register! {
     ssd,
     he8,
     hd080hj,
+    raid0,
 }
 
 /// Builds model `name` with `settings` over its defaults.
