@@ -295,7 +295,7 @@ impl Device for Raid0 {
     }
 
     fn parameters(&self) -> Vec<Parameter> {
-        let mut parameters = vec![
+        let parameters = vec![
             parameter("members", self.members.len(), "devices", "member devices"),
             parameter(
                 "chunk_kb",
@@ -308,15 +308,10 @@ impl Device for Raid0 {
                 "capacity_gib",
                 self.capacity >> 30,
                 "GiB",
-                "members x whole chunks of the smallest member",
+                "derived: members x whole chunks of the smallest member",
             ),
         ];
-        if let Some(first) = self.members.first() {
-            parameters.extend(first.parameters().into_iter().map(|p| Parameter {
-                name: format!("member.{}", p.name),
-                ..p
-            }));
-        }
+        // The members' own parameters are `iosched devices MEMBER`'s; `member.NAME` sets them.
         parameters
     }
 
@@ -347,7 +342,7 @@ pub const MODEL: ModelInfo = ModelInfo {
     summary: "Linux md RAID-0 striped over `members` devices of model `member` (hdd), \
               `chunk_kb` (512) per chunk; `member.NAME=VALUE` sets each member",
     build: |settings, seed| Ok(Box::new(Raid0::from_settings(settings, seed)?)),
-    derived_from: &[],
+    derived_from: &[("capacity_gib", &["members", "chunk_kb", "member"])],
 };
 
 #[cfg(test)]
