@@ -1110,12 +1110,7 @@ impl Simulation {
             // echo 1 > /proc/sys/vm/drop_caches: every clean, unlocked page goes.
             self.cache.invalidate(0, u64::MAX);
         }
-        for region in self.own[index].regions.clone() {
-            if region.len == 0 {
-                continue;
-            }
-            let first = region.start / PAGE;
-            let last = (region.start + region.len - 1) / PAGE;
+        for (first, last) in self.file_pages(index) {
             if pre_read {
                 let from = last.saturating_sub(self.cache.capacity() - 1).max(first);
                 for page in from..=last {
@@ -1134,11 +1129,8 @@ impl Simulation {
     /// (the default) and starts read-ahead afresh (a new open file).
     fn reopen_files(&mut self, index: usize) {
         if self.jobs[index].spec.invalidate {
-            for region in self.own[index].regions.clone() {
-                if region.len > 0 {
-                    let last = (region.start + region.len - 1) / PAGE;
-                    self.cache.invalidate(region.start / PAGE, last);
-                }
+            for (first, last) in self.file_pages(index) {
+                self.cache.invalidate(first, last);
             }
         }
         self.read_ahead.retain(|&(job, _), _| job != index);
@@ -1160,6 +1152,17 @@ impl Simulation {
             }
         }
         driver::completed(self, read.issued.job, at);
+    }
+
+    /// The pages `[first, last]` of each of job `index`'s files that are not empty; a file's
+    /// first page is also its inode here.
+    fn file_pages(&self, index: usize) -> Vec<(u64, u64)> {
+        self.own[index]
+            .regions
+            .iter()
+            .filter(|r| r.len > 0)
+            .map(|r| (r.start / PAGE, (r.start + r.len - 1) / PAGE))
+            .collect()
     }
 
     /// Job `index`'s own priority, as its cgroup's io.prio.class makes it (blk-ioprio).

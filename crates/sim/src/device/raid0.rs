@@ -169,21 +169,27 @@ impl Raid0 {
         let id = self.next_piece;
         self.next_piece += 1;
         self.pieces.insert(id, parent.id.0);
-        let mut piece = Request::new(
-            RequestId(id),
-            parent.op,
-            offset,
-            len,
-            parent.sync,
-            parent.prio,
-            parent.flow,
-            parent.group,
-            parent.arrival,
-        );
-        piece.fua = parent.fua;
-        piece.readahead = parent.readahead;
-        piece
+        piece_of(parent, RequestId(id), offset, len)
     }
+}
+
+/// The member command for `[offset, offset + len)` of `parent` on its member: the parent's
+/// kind, priority and issuer, without its merged companions.
+fn piece_of(parent: &Request, id: RequestId, offset: u64, len: u64) -> Request {
+    let mut piece = Request::new(
+        id,
+        parent.op,
+        offset,
+        len,
+        parent.sync,
+        parent.prio,
+        parent.flow,
+        parent.group,
+        parent.arrival,
+    );
+    piece.fua = parent.fua;
+    piece.readahead = parent.readahead;
+    piece
 }
 
 impl Device for Raid0 {
@@ -212,11 +218,7 @@ impl Device for Raid0 {
         self.split(request.offset, request.len)
             .into_iter()
             .all(|(member, offset, len)| {
-                let mut piece = request.clone();
-                piece.offset = offset;
-                piece.len = len;
-                piece.merged.clear();
-                self.members[member].accepts(&piece)
+                self.members[member].accepts(&piece_of(request, request.id, offset, len))
             })
     }
 

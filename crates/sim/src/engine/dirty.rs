@@ -84,10 +84,14 @@ impl Simulation {
                 let inode = self.inode_of(index, page);
                 let now = self.now;
                 let context = self.wbs.entry(wb).or_default();
-                if context.dirty() == 0 {
+                let first_dirty = context.dirty() == 0;
+                if first_dirty {
                     context.touch(now);
                 }
                 context.add(inode, page, now);
+                if first_dirty {
+                    self.flusher(wb);
+                }
                 self.dirty_at.insert(
                     page,
                     Dirt {
@@ -296,15 +300,7 @@ impl Simulation {
     /// Lets every writer with work and room submit: the flushers of contexts with dirty
     /// pages or work in hand, and the throttled tasks writing out.
     pub(super) fn pump_writers(&mut self) {
-        let contexts: Vec<u32> = self
-            .wbs
-            .iter()
-            .filter(|(_, context)| context.dirty() > 0)
-            .map(|(&wb, _)| wb)
-            .collect();
-        for wb in contexts {
-            self.flusher(wb);
-        }
+        // Every context with dirty pages has its flusher: made when it got its first.
         for writer in 0..self.writers.len() {
             let active = match (self.writers[writer].kind, self.writers[writer].job) {
                 (WriterKind::Throttle, Some(job)) => self.throttles[job].writing,
@@ -538,6 +534,7 @@ impl Simulation {
                 if self.cache.write(page) && !self.dirty_at.contains_key(&page) {
                     let inode = self.inode_at(page);
                     self.wbs.entry(io.wb).or_default().add(inode, page, at);
+                    self.flusher(io.wb);
                     let dirt = Dirt {
                         wb: io.wb,
                         inode,
@@ -713,23 +710,11 @@ impl Simulation {
     /// file's dirty pages, then one flush, counted as one operation.
     pub(super) fn buffered_fsync(&mut self, index: usize) {
         let issued = Issued::flush(index, self.job_prio(index), self.now);
-        let inodes: Vec<u64> = self.own[index]
-            .regions
-            .iter()
-            .filter(|r| r.len > 0)
-            .map(|r| r.start / PAGE)
-            .collect();
-        // One sync over every file: the first file's wait carries the flush; the others'
-        // pages are written and waited for under the same id.
+        // One sync over every file: a placeholder page keeps it from completing until every
+        // file's pages are counted.
         let id = self.new_sync(index, issued);
-        for inode in inodes {
-            let (first, last) = self.own[index]
-                .regions
-                .iter()
-                .find(|r| r.start / PAGE == inode)
-                .map(|r| (r.start / PAGE, (r.start + r.len - 1) / PAGE))
-                .expect("the job's file");
-            self.sync_range(id, first, last, Some(inode));
+        for (first, last) in self.file_pages(index) {
+            self.sync_range(id, first, last, Some(first));
         }
         // The placeholder taken at the start.
         self.sync_progress(id, 1);
@@ -768,20 +753,12 @@ impl Simulation {
     /// asynchronously (`__filemap_fdatawrite_range`, WB_SYNC_NONE; here without waiting for
     /// request allocation), and the clean pages are dropped; those under writeback stay.
     pub(super) fn fadvise_dontneed(&mut self, index: usize) -> bool {
-        let regions: Vec<Region> = self.own[index]
-            .regions
-            .iter()
-            .filter(|r| r.len > 0)
-            .copied()
-            .collect();
         let mut claimed = Vec::new();
-        for region in &regions {
-            let (first, last) = (region.start / PAGE, (region.start + region.len - 1) / PAGE);
+        for (first, last) in self.file_pages(index) {
             let mut pages = Vec::new();
             for context in self.wbs.values() {
-                pages.extend(context.pages_of(region.start / PAGE));
+                pages.extend(context.pages_of(first));
             }
-            pages.retain(|page| (first..=last).contains(page));
             pages.sort_unstable();
             for page in pages {
                 // Taken pages are under writeback from here: invalidation keeps them.
