@@ -86,5 +86,11 @@ pub fn devices(args: DevicesArgs) -> Result<ExitCode> {
     if first {
         anyhow::bail!("unknown device model {:?}", args.model.unwrap_or_default());
     }
+    println!();
+    println!(
+        "every model: partitions=SIZE,SIZE,... (fio sizes, N% of the disk, `rest` last) gives \
+         the disk a partition table, partition 1 at 1 MiB and each on a 1 MiB boundary; jobs \
+         name them /dev/sdb1, /dev/nvme0n1p2 ... and the files go on partition 1"
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -95,6 +95,7 @@ pub struct JobState {
     /// Thinking until then.
     pub thinking_until: Option<Nanos>,
     writes_since_flush: u32,
+    writes_since_range: u32,
     end_fsync_issued: bool,
     /// Draws which I/Os take the `cmdprio` priority (fio's `prio_state`).
     cmdprio_rng: Rng,
@@ -146,6 +147,7 @@ impl JobState {
             quiescing: false,
             thinking_until: None,
             writes_since_flush: 0,
+            writes_since_range: 0,
             end_fsync_issued: false,
             cmdprio_rng: Rng::new(derive_seed(seed, CMDPRIO_STREAM_BASE + index as u64)),
             result,
@@ -273,6 +275,7 @@ impl JobState {
         self.rate_ios[io.dir as usize] += 1;
         if io.dir == DataDir::Write {
             self.writes_since_flush += 1;
+            self.writes_since_range += 1;
         }
         if now >= self.measure_start {
             self.result.iodepth_levels[iodepth_bucket(self.in_flight)] += 1;
@@ -309,7 +312,13 @@ impl JobState {
         }
         if self.spec.fsync_every > 0 && self.writes_since_flush >= self.spec.fsync_every {
             self.writes_since_flush = 0;
-            return Step::Flush;
+            return Step::Flush(SyncKind::Every);
+        }
+        if let Some(range) = self.spec.sync_file_range {
+            if self.writes_since_range >= range.every {
+                self.writes_since_range = 0;
+                return Step::Flush(SyncKind::Range(range.flags));
+            }
         }
         let limit_reached = self
             .bytes_limit
@@ -352,12 +361,26 @@ impl JobState {
 enum Step {
     /// Submit this I/O with this priority.
     Issue(NextIo, IoPrio),
-    /// Submit a flush (`fsync=`).
-    Flush,
+    /// Submit a sync (`fsync=`, `sync_file_range=`).
+    Flush(SyncKind),
     /// Nothing now; at the given time (a rate limit or think time) it may go on.
     Wait(Option<Nanos>),
     /// It issued all it had to and nothing is in flight: it finishes.
     Drained,
+}
+
+/// Which sync the driver asks of an engine (counted as one flush in the job's statistics,
+/// fio's `sync` latencies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncKind {
+    /// `fsync=N`/`fdatasync=N`: the file last written, then the device's cache.
+    Every,
+    /// `end_fsync`: every file of the job.
+    End,
+    /// `sync_file_range=FLAGS:N`: sync_file_range(2) with these flags
+    /// ([`crate::SyncFileRange`]'s bits) over the bytes the job wrote in the file last
+    /// written since that file's last sync (fio's `first_write`/`last_write`); no cache flush.
+    Range(u32),
 }
 
 /// What every engine records of an I/O it submitted, for the driver to count it.
@@ -420,9 +443,10 @@ pub trait Engine {
     /// Submits `io` of job `index` with priority `prio` at `now` (the driver has counted it in
     /// flight).
     fn issue(&mut self, index: usize, io: NextIo, prio: IoPrio, now: Nanos);
-    /// Submits the flush(es) of job `index` at `now`: after `fsync=` writes (`at_end` false)
-    /// or at its end (`end_fsync`); the driver counts each the engine reports as one in flight.
-    fn flush(&mut self, index: usize, now: Nanos, at_end: bool) -> u32;
+    /// Submits the sync(s) of job `index` at `now` of `kind`: after `fsync=` or
+    /// `sync_file_range=` writes, or at its end (`end_fsync`); the driver counts each the
+    /// engine reports as one in flight.
+    fn flush(&mut self, index: usize, now: Nanos, kind: SyncKind) -> u32;
     /// Calls the driver back at `at` (the simulator as an event; the real engine polls the
     /// state's times and may ignore this).
     fn timer(&mut self, at: Nanos, timer: Timer);
@@ -536,8 +560,8 @@ pub fn pump<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
                 job.issued(&io, now);
                 engine.issue(index, io, prio, now);
             }
-            Step::Flush => {
-                let flushes = engine.flush(index, now, false);
+            Step::Flush(kind) => {
+                let flushes = engine.flush(index, now, kind);
                 engine.jobs()[index].in_flight += flushes;
             }
             Step::Wait(None) => return,
@@ -576,7 +600,7 @@ pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     if job.spec.end_fsync && !job.end_fsync_issued && go_on {
         job.end_fsync_issued = true;
         job.phase = Phase::Draining;
-        let flushes = engine.flush(index, now, true);
+        let flushes = engine.flush(index, now, SyncKind::End);
         engine.jobs()[index].in_flight += flushes;
         return;
     }
@@ -668,6 +692,8 @@ mod tests {
         submitted: Vec<(usize, Nanos, bool, bool)>,
         /// The priority of every I/O submitted.
         prios: Vec<IoPrio>,
+        /// The kind of every sync submitted.
+        kinds: Vec<SyncKind>,
     }
 
     impl Fake {
@@ -692,6 +718,7 @@ mod tests {
                 events: BinaryHeap::new(),
                 sequence: 0,
                 submitted: Vec::new(),
+                kinds: Vec::new(),
                 prios: Vec::new(),
             }
         }
@@ -749,8 +776,10 @@ mod tests {
             self.submitted.push((index, now, false, false));
             self.push(now + LATENCY, Event::Complete(index, false, io.len));
         }
-        fn flush(&mut self, index: usize, now: Nanos, at_end: bool) -> u32 {
-            self.submitted.push((index, now, true, at_end));
+        fn flush(&mut self, index: usize, now: Nanos, kind: SyncKind) -> u32 {
+            self.kinds.push(kind);
+            self.submitted
+                .push((index, now, true, kind == SyncKind::End));
             self.push(now + LATENCY, Event::Complete(index, true, 0));
             1
         }
@@ -823,6 +852,43 @@ mod tests {
         let last = fake.submitted.last().unwrap().1;
         assert_eq!(fake.jobs[0].result.runtime, last + LATENCY);
         assert_eq!(fake.jobs[0].result.sync.count(), 3);
+    }
+
+    // Proves sync_file_range=FLAGS:N asks for a range sync with those flags after every N
+    // writes, on its own count beside fsync=, and parses fio's forms (default count 1).
+    #[test]
+    fn sync_file_range_every_n_writes() {
+        let mut fake = Fake::new(
+            "[w]\nrw=write\nbs=4k\nsize=24k\nfsync=4\nsync_file_range=wait_before,write:3\n",
+        );
+        fake.run();
+        let range =
+            SyncKind::Range(crate::SyncFileRange::WAIT_BEFORE | crate::SyncFileRange::WRITE);
+        assert_eq!(
+            fake.kinds,
+            vec![range, SyncKind::Every, range],
+            "ranges after writes 3 and 6, an fsync after 4"
+        );
+        let one = Fake::new("[w]\nrw=write\nsync_file_range=write\n");
+        assert_eq!(
+            one.jobs[0].spec.sync_file_range,
+            Some(crate::SyncFileRange {
+                flags: crate::SyncFileRange::WRITE,
+                every: 1
+            })
+        );
+        for (bad, says) in [
+            ("write:0", "count of 0"),
+            ("write,flush:2", "bad flag"),
+            ("write:x", "bad count"),
+        ] {
+            let text = format!("[w]\nrw=write\nsync_file_range={bad}\n");
+            let error = parse_str(&text, "t.fio", Path::new("."), &|_| None).unwrap_err();
+            assert!(
+                error.to_string().contains(says) && error.to_string().contains("t.fio:3"),
+                "{bad}: {error}"
+            );
+        }
     }
 
     // Proves think time waits for the I/O in flight, then thinks, every thinktime_blocks.

@@ -330,6 +330,26 @@ pub enum RandomDistribution {
     Zoned(Vec<(f64, f64)>),
 }
 
+/// fio's `sync_file_range=FLAGS:N` (`str_sfr_cb`): sync_file_range(2) with `flags` (Linux's
+/// SYNC_FILE_RANGE_* bits) over the byte range the job wrote in its file since the last sync,
+/// after every `every` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncFileRange {
+    /// SYNC_FILE_RANGE_WAIT_BEFORE | _WRITE | _WAIT_AFTER, as given.
+    pub flags: u32,
+    /// Writes between two calls (fio's `sync_file_range_nr`, 1 without a `:N`).
+    pub every: u32,
+}
+
+impl SyncFileRange {
+    /// Wait for writeback already under way in the range before writing (`wait_before`).
+    pub const WAIT_BEFORE: u32 = 1;
+    /// Start writeback of the range's dirty pages (`write`).
+    pub const WRITE: u32 = 2;
+    /// Wait for the range's writeback after starting it (`wait_after`).
+    pub const WAIT_AFTER: u32 = 4;
+}
+
 /// fio's `verify=` (any method but `0`) with `do_verify`: the job checks the data it reads.
 /// The parser accepts every method fio knows; each engine says which it can check (the real
 /// engine checks `crc32c`, the simulator has no data and checks none).
@@ -416,6 +436,9 @@ pub struct JobSpec {
     pub fsync_every: u32,
     /// Flush when the job ends (`end_fsync`).
     pub end_fsync: bool,
+    /// `sync_file_range=FLAGS:N`: sync_file_range(2) over the range written since the last
+    /// sync, after every N writes.
+    pub sync_file_range: Option<SyncFileRange>,
     /// Data verification (`verify`, `do_verify`), if asked for.
     pub verify: Option<Verify>,
 
@@ -573,6 +596,7 @@ impl JobSpec {
             sync_writes: false,
             fsync_every: 0,
             end_fsync: false,
+            sync_file_range: None,
             verify: None,
             thinktime: 0,
             thinktime_spin: 0,

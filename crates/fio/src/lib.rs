@@ -20,7 +20,7 @@ pub mod workload;
 
 pub use job::{
     Amount, BlockSize, CmdPrio, CmdPrioShare, DataDir, Engine, ErrorHandling, ErrorKind, JobFile,
-    JobSpec, Location, Note, RwMode, Verify,
+    JobSpec, Location, Note, RwMode, SyncFileRange, Verify,
 };
 pub use report::{DiskAccounting, DiskUtil, Parameter, RunReport};
 pub use stats::{DirStats, JobResult, Latency, TimeSeries};

@@ -29,7 +29,7 @@ use iosched_core::{
     limits, policies, time::SECOND, Admitted, Dispatch, Elevator, FlowId, GroupId, Groups, IoPrio,
     Nanos, Op, Request, RequestId, Waiters,
 };
-use iosched_fio::driver::{self, Issued, JobState, Phase, Timer};
+use iosched_fio::driver::{self, Issued, JobState, Phase, SyncKind, Timer};
 use iosched_fio::job::Fadvise;
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
 use iosched_fio::{BlockSize, DataDir, DiskAccounting, JobFile, JobSpec, Parameter, RunReport};
@@ -179,9 +179,18 @@ pub const HOST_TUNABLES: &[TunableSpec] = &[
         default: 1,
         min: 0,
         max: 1,
-        doc: "O_DIRECT, O_SYNC and fsync writes are synchronous to the scheduler (REQ_SYNC, \
-              Linux 2.6.29+); 0: plain writes, asynchronous like writeback, as 2.6.18 \
-              submitted them (seed 000's kernel)",
+        doc: "fsync's and O_SYNC's writeback (WB_SYNC_ALL) is synchronous to the scheduler \
+              (REQ_SYNC, Linux 2.6.29+); 0: plain writes, asynchronous like the flusher's, \
+              as 2.6.19-2.6.28 submitted them",
+    },
+    TunableSpec {
+        name: "direct_write_sync",
+        unit: Unit::Flag,
+        default: 1,
+        min: 0,
+        max: 1,
+        doc: "O_DIRECT writes are synchronous to the scheduler (2.6.18's PF_SYNCWRITE, \
+              WRITE_SYNC from 2.6.19, today REQ_SYNC|REQ_IDLE); 0: plain asynchronous writes",
     },
     TunableSpec {
         name: "page_ioprio",
@@ -257,6 +266,8 @@ struct Io {
     writeback: Option<WbIo>,
     /// Whether the elevator has taken it (a writer waits until then to submit its next).
     admitted: bool,
+    /// Whether its request is synchronous to the scheduler (REQ_SYNC).
+    sync: bool,
 }
 
 /// A write of pages `[first, first + pages)` from the page cache.
@@ -292,6 +303,29 @@ struct SimJob {
     /// and reopens a job's files between loops (`clear_io_state`).
     loop_bytes: u64,
     since_open: u64,
+    /// The file (index in `regions`) it wrote last, and per file the device pages its writes
+    /// covered since that file's last sync_file_range (fio's `first_write`, `last_write`;
+    /// counted at issue, where fio counts at completion: the same with a synchronous
+    /// engine).
+    last_write_file: usize,
+    written: Vec<Option<(u64, u64)>>,
+}
+
+impl SimJob {
+    /// Its write of `len` bytes at device offset `offset` was issued.
+    fn wrote(&mut self, offset: u64, len: u64) {
+        let Some(file) = self
+            .regions
+            .iter()
+            .position(|r| (r.start..r.start + r.len).contains(&offset))
+        else {
+            return;
+        };
+        self.last_write_file = file;
+        let (first, last) = (offset / PAGE, (offset + len - 1) / PAGE);
+        let range = &mut self.written[file];
+        *range = Some(range.map_or((first, last), |(a, b)| (a.min(first), b.max(last))));
+    }
 }
 
 /// A simulation in progress.
@@ -347,8 +381,10 @@ pub struct Simulation {
     writeback_on: bool,
     cgroup_writeback: bool,
     page_ioprio: bool,
-    /// Whether O_DIRECT, O_SYNC and fsync writes are REQ_SYNC (`sync_write_flag`).
+    /// Whether fsync's and O_SYNC's writeback is REQ_SYNC (`sync_write_flag`).
     sync_write_flag: bool,
+    /// Whether O_DIRECT writes are REQ_SYNC (`direct_write_sync`).
+    direct_write_sync: bool,
     wbs: BTreeMap<u32, Wb>,
     dirty_at: FxHashMap<u64, Dirt>,
     /// Pages under writeback, in order (fsync waits for those of its files).
@@ -357,6 +393,9 @@ pub struct Simulation {
     writers: Vec<Writer>,
     /// fsyncs and O_SYNC writes waiting for pages, and who waits for each page.
     syncs: FxHashMap<u64, SyncWait>,
+    /// Per job: its sync_file_range calls (sync ids) that return once the task has submitted
+    /// their writes (SYNC_FILE_RANGE_WRITE without WAIT_AFTER).
+    range_submits: FxHashMap<usize, Vec<u64>>,
     sync_waiters: FxHashMap<u64, Vec<(u64, bool)>>,
     next_sync: u64,
     /// Per job: balance_dirty_pages state.
@@ -423,6 +462,9 @@ struct SyncWait {
     /// Pages not yet on the device.
     pending: u64,
     job: usize,
+    /// Whether a cache flush follows its pages (fsync, O_SYNC), or it completes with them
+    /// (sync_file_range).
+    flush: bool,
 }
 
 /// A job's state in balance_dirty_pages.
@@ -476,6 +518,9 @@ pub struct TraceEntry {
     /// The job that issued it: its index in the job file (clones counted), so that a test can
     /// judge each request by its job's priority, group and direction.
     pub job: u32,
+    /// Whether it was synchronous to the scheduler (REQ_SYNC): reads, O_DIRECT writes
+    /// (`direct_write_sync`), fsync's and O_SYNC's writeback (`sync_write_flag`).
+    pub sync: bool,
 }
 
 impl Simulation {
@@ -484,12 +529,23 @@ impl Simulation {
         if file.jobs.is_empty() {
             return Err(SimError::new("the job file defines no jobs"));
         }
+        // `partitions` is the disk's partition table, not a model's parameter: any device
+        // takes it, and the layout places jobs by it.
+        let (table, model_settings): (Vec<_>, Vec<_>) = config
+            .device_settings
+            .iter()
+            .cloned()
+            .partition(|(name, _)| name == "partitions");
         let device = device::build(
             &config.device,
-            &config.device_settings,
+            &model_settings,
             derive_seed(config.seed, DEVICE_STREAM),
         )
         .map_err(|e| SimError::new(e.to_string()))?;
+        let partitions = match table.last() {
+            Some((_, value)) => layout::parse_partitions(value, device.capacity())?,
+            None => Vec::new(),
+        };
         let stack =
             policies::Stack::parse(&config.policy).map_err(|e| SimError::new(e.to_string()))?;
         let nr_requests = iosched_core::elevator::default_nr_requests(device.queue_depth());
@@ -538,7 +594,7 @@ impl Simulation {
             .map_err(|e| SimError::new(e.to_string()))?;
         // bdi->io_pages: the largest request, max_sectors_kb.
         let max_sectors_pages = (elevator.get("max_sectors_kb").unwrap_or(1280) / 4).max(1);
-        let layout: Layout = layout::plan(&file.jobs, device.capacity())?;
+        let layout: Layout = layout::plan(&file.jobs, device.capacity(), &partitions)?;
         let mut groups = Groups::new();
         let mut jobs = Vec::with_capacity(file.jobs.len());
         let mut own = Vec::with_capacity(file.jobs.len());
@@ -646,11 +702,13 @@ impl Simulation {
             cgroup_writeback,
             page_ioprio: host[host_tunable("page_ioprio")] == 1,
             sync_write_flag: host[host_tunable("sync_write_flag")] == 1,
+            direct_write_sync: host[host_tunable("direct_write_sync")] == 1,
             wbs: BTreeMap::new(),
             dirty_at: FxHashMap::default(),
             under_writeback: BTreeSet::new(),
             writers: Vec::new(),
             syncs: FxHashMap::default(),
+            range_submits: FxHashMap::default(),
             sync_waiters: FxHashMap::default(),
             next_sync: 0,
             throttles,
@@ -713,6 +771,8 @@ impl Simulation {
                 since_dontneed: 0,
                 loop_bytes: region_bytes,
                 since_open: 0,
+                last_write_file: 0,
+                written: vec![None; regions.len()],
             },
         ))
     }
@@ -878,6 +938,9 @@ impl Simulation {
             self.reopen_files(index);
         }
         self.own[index].since_open += io.len;
+        if io.dir == DataDir::Write && io.len > 0 {
+            self.own[index].wrote(io.offset, io.len);
+        }
         if let Some(every) = self.jobs[index].spec.dontneed_every {
             let own = &mut self.own[index];
             own.since_dontneed += io.len;
@@ -913,10 +976,16 @@ impl Simulation {
         let fua = io.dir == DataDir::Write && run.spec.sync_writes;
         let (op, sync) = match io.dir {
             DataDir::Read => (Op::Read, true),
-            // O_DIRECT and O_SYNC writes are synchronous (REQ_SYNC); buffered writeback is not.
+            // O_DIRECT writes are synchronous (fs/direct-io.c: PF_SYNCWRITE in 2.6.18,
+            // WRITE_SYNC from 2.6.19, REQ_SYNC|REQ_IDLE today); an O_SYNC write issued
+            // directly (writeback=0) is as fsync's writeback; buffered writeback is not.
             DataDir::Write => (
                 Op::Write,
-                (run.spec.direct || run.spec.sync_writes) && self.sync_write_flag,
+                if run.spec.direct {
+                    self.direct_write_sync
+                } else {
+                    run.spec.sync_writes && self.sync_write_flag
+                },
             ),
             DataDir::Trim => (Op::Discard, true),
         };
@@ -932,6 +1001,7 @@ impl Simulation {
             fill: None,
             writeback: None,
             admitted: false,
+            sync: request.sync,
         };
         self.ios.insert(request.id.0, record);
         self.issued_total += 1;
@@ -1070,6 +1140,7 @@ impl Simulation {
                     fill: Some((run_start, pages)),
                     writeback: None,
                     admitted: false,
+                    sync: request.sync,
                 },
             );
             if !sync {
@@ -1191,6 +1262,7 @@ impl Simulation {
             fill: None,
             writeback: None,
             admitted: false,
+            sync: true,
         };
         self.ios.insert(request.id.0, record);
         self.issued_total += 1;
@@ -1353,6 +1425,7 @@ impl Simulation {
                 completed: at,
                 carrier,
                 job: u32::try_from(io.issued.job).unwrap_or(u32::MAX),
+                sync: io.sync,
             });
         }
         if let Some((first, pages)) = io.fill {
@@ -1443,11 +1516,11 @@ impl driver::Engine for Simulation {
         self.submit_io(index, io, prio);
     }
 
-    fn flush(&mut self, index: usize, _now: Nanos, _at_end: bool) -> u32 {
-        if self.writes_buffered(index) {
-            self.buffered_fsync(index);
-        } else {
-            self.submit_flush(index);
+    fn flush(&mut self, index: usize, _now: Nanos, kind: SyncKind) -> u32 {
+        match kind {
+            SyncKind::Range(flags) => return u32::from(self.sync_file_range(index, flags)),
+            _ if self.writes_buffered(index) => self.buffered_fsync(index),
+            _ => self.submit_flush(index),
         }
         1
     }

@@ -5,6 +5,11 @@
 //! (the outer, fastest zone of a disk), each aligned to 1 MiB, in the order jobs first name them,
 //! as a fresh file system allocating contiguous extents would. A file is as large as the largest
 //! `offset + size` any job asks of it; jobs naming the same file share its blocks.
+//!
+//! A disk may have a partition table (the device setting `partitions`, [`parse_partitions`]):
+//! then a partition's name, `/dev/sdb2` or `/dev/nvme0n1p2` as the kernel names them
+//! ([`partition_number`]), is that partition's extent (a job's `offset` and `size` inside it,
+//! as fio on a partition's node), and the files' file system is on partition 1.
 
 use crate::SimError;
 use iosched_fio::{Amount, JobSpec};
@@ -28,6 +33,91 @@ fn is_device(name: &str) -> bool {
     name.starts_with("/dev/")
 }
 
+/// Most partitions in a table (GPT's default number of entries).
+pub const PARTITIONS_MAX: usize = 128;
+
+/// The partition number in a device node's name, as the kernel names partitions
+/// (block/partitions/core.c, `bdev_add_partition` via `disk_name`): a disk whose name ends
+/// in a digit takes `p` before the number (`nvme0n1p2`, `mmcblk0p1`, `md0p1`, `loop0p1`),
+/// any other takes the number alone (`sdb2`, `vda1`, `hdc3`, `xvdb1`). `None` for a whole
+/// disk (`/dev/sdb`, `/dev/nvme0n1`) or a name that is not a device node.
+pub fn partition_number(name: &str) -> Option<usize> {
+    let base = name.strip_prefix("/dev/")?;
+    let stem = base.trim_end_matches(|c: char| c.is_ascii_digit());
+    if stem.len() == base.len() || stem.is_empty() {
+        return None;
+    }
+    let number: usize = base[stem.len()..].parse().ok()?;
+    let partition = match stem.strip_suffix('p') {
+        Some(disk) if disk.ends_with(|c: char| c.is_ascii_digit()) => true,
+        _ => {
+            ["sd", "hd", "vd", "xvd"]
+                .iter()
+                .any(|prefix| stem.starts_with(prefix))
+                && stem.chars().all(|c| c.is_ascii_lowercase())
+        }
+    };
+    (partition && number > 0).then_some(number)
+}
+
+/// A disk's partition table from the device setting `partitions`: a comma-separated list of
+/// sizes, partition 1 first. Each is fio's size (`200g`), a percentage of the disk (`25%`),
+/// or, for the last only, `rest`. Partition 1 starts at 1 MiB and each next one at the
+/// first 1 MiB boundary after the previous, as fdisk and parted align them. Refused: an empty
+/// or zero size, more than [`PARTITIONS_MAX`], a table beyond the disk's `capacity`.
+pub fn parse_partitions(value: &str, capacity: u64) -> Result<Vec<Region>, SimError> {
+    let bad = |reason: String| SimError::new(format!("partitions={value}: {reason}"));
+    let entries: Vec<&str> = value.split(',').map(str::trim).collect();
+    if entries.len() > PARTITIONS_MAX {
+        return Err(bad(format!(
+            "{} partitions; a table holds at most {PARTITIONS_MAX}",
+            entries.len()
+        )));
+    }
+    let mut table = Vec::with_capacity(entries.len());
+    let mut start = FILE_ALIGNMENT;
+    for (index, entry) in entries.iter().enumerate() {
+        let number = index + 1;
+        let len = if entry.eq_ignore_ascii_case("rest") {
+            if number != entries.len() {
+                return Err(bad(format!(
+                    "partition {number}: only the last partition can take the rest of the disk"
+                )));
+            }
+            capacity.saturating_sub(start)
+        } else if let Some(percent) = entry.strip_suffix('%') {
+            let percent: f64 = percent.trim().parse().map_err(|_| {
+                bad(format!(
+                    "partition {number}: \"{entry}\" is not a percentage"
+                ))
+            })?;
+            if !(percent > 0.0 && percent <= 100.0) {
+                return Err(bad(format!(
+                    "partition {number}: {entry} is not a percentage in (0, 100]"
+                )));
+            }
+            (capacity as f64 * percent / 100.0) as u64
+        } else {
+            iosched_fio::parse::parse_bytes(entry)
+                .map_err(|reason| bad(format!("partition {number}: {reason}")))?
+        };
+        if len == 0 {
+            return Err(bad(format!("partition {number} is empty")));
+        }
+        let region = Region { start, len };
+        if region.end() > capacity {
+            return Err(bad(format!(
+                "partition {number} ends at {} MiB, beyond the disk's {} MiB",
+                region.end().div_ceil(1 << 20),
+                capacity >> 20
+            )));
+        }
+        table.push(region);
+        start = region.end().div_ceil(FILE_ALIGNMENT) * FILE_ALIGNMENT;
+    }
+    Ok(table)
+}
+
 fn amount_bytes(amount: Amount, whole: u64) -> u64 {
     match amount {
         Amount::Bytes(bytes) => bytes,
@@ -35,8 +125,13 @@ fn amount_bytes(amount: Amount, whole: u64) -> u64 {
     }
 }
 
-/// Plans the layout of `jobs` on a device of `capacity` bytes.
-pub fn plan(jobs: &[JobSpec], capacity: u64) -> Result<Layout, SimError> {
+/// Plans the layout of `jobs` on a device of `capacity` bytes with the partition table
+/// `partitions` (none: the whole disk, and the files from its start).
+pub fn plan(jobs: &[JobSpec], capacity: u64, partitions: &[Region]) -> Result<Layout, SimError> {
+    // The files' file system: partition 1, or the whole disk.
+    let (fs_start, fs_end) = partitions
+        .first()
+        .map_or((0, capacity), |first| (first.start, first.end()));
     // Pass 1: the size each file needs, from the jobs that give absolute sizes.
     let mut order: Vec<String> = Vec::new();
     let mut needed: BTreeMap<String, u64> = BTreeMap::new();
@@ -66,7 +161,7 @@ pub fn plan(jobs: &[JobSpec], capacity: u64) -> Result<Layout, SimError> {
     // Pass 2: place the files.
     let mut files = Vec::with_capacity(order.len());
     let mut placed: BTreeMap<&str, Region> = BTreeMap::new();
-    let mut cursor = 0u64;
+    let mut cursor = fs_start;
     for name in &order {
         let len = needed[name];
         if len == 0 {
@@ -84,7 +179,7 @@ pub fn plan(jobs: &[JobSpec], capacity: u64) -> Result<Layout, SimError> {
         }
         let region = Region { start: cursor, len };
         cursor = (region.end()).div_ceil(FILE_ALIGNMENT) * FILE_ALIGNMENT;
-        if region.end() > capacity {
+        if region.end() > fs_end {
             // Name the job that asked most of the file that did not fit.
             let job = jobs
                 .iter()
@@ -97,11 +192,16 @@ pub fn plan(jobs: &[JobSpec], capacity: u64) -> Result<Layout, SimError> {
             return Err(SimError::job(
                 job,
                 &format!(
-                    "file {name:?} ({} MiB, from offset + size) ends at {} MiB, beyond the \
-                     simulated device's {} MiB",
+                    "file {name:?} ({} MiB, from offset + size) ends at {} MiB, beyond {} \
+                     ({} MiB)",
                     len.div_ceil(1 << 20),
                     region.end().div_ceil(1 << 20),
-                    capacity >> 20
+                    if partitions.is_empty() {
+                        "the simulated device"
+                    } else {
+                        "the end of partition 1, which holds the files"
+                    },
+                    fs_end >> 20
                 ),
             ));
         }
@@ -120,10 +220,28 @@ pub fn plan(jobs: &[JobSpec], capacity: u64) -> Result<Layout, SimError> {
         let files_count = job.filenames.len() as u64;
         let mut regions = Vec::with_capacity(job.filenames.len());
         for name in &job.filenames {
-            let extent = if is_device(name) {
-                device
-            } else {
-                placed[name.as_str()]
+            let extent = match partition_number(name) {
+                Some(number) if partitions.is_empty() => {
+                    return Err(SimError::job(
+                        job,
+                        &format!(
+                            "{name:?} is partition {number} of a disk without a partition \
+                             table here: give one with --device-set partitions=SIZE,SIZE,... \
+                             (or name the whole disk)"
+                        ),
+                    ));
+                }
+                Some(number) => *partitions.get(number - 1).ok_or_else(|| {
+                    SimError::job(
+                        job,
+                        &format!(
+                            "{name:?} is partition {number}, but the partition table has {}",
+                            partitions.len()
+                        ),
+                    )
+                })?,
+                None if is_device(name) => device,
+                None => placed[name.as_str()],
             };
             let offset =
                 amount_bytes(job.offset, extent.len) + u64::from(job.clone) * job.offset_increment;
@@ -189,7 +307,7 @@ mod tests {
             job("c", "fa", Some(Amount::Percent(50.0))),
             job("d", "/dev/sda", None),
         ];
-        let layout = plan(&jobs, 1 << 30).unwrap();
+        let layout = plan(&jobs, 1 << 30, &[]).unwrap();
         assert_eq!(
             layout.files[0].1,
             Region {
@@ -222,14 +340,119 @@ mod tests {
 
     #[test]
     fn clear_errors() {
-        let no_size = plan(&[job("a", "fa", None)], 1 << 30)
+        let no_size = plan(&[job("a", "fa", None)], 1 << 30, &[])
             .unwrap_err()
             .to_string();
         assert!(no_size.contains("no size"), "{no_size}");
-        let too_big = plan(&[job("a", "fa", Some(Amount::Bytes(2 << 30)))], 1 << 30).unwrap_err();
+        let too_big = plan(
+            &[job("a", "fa", Some(Amount::Bytes(2 << 30)))],
+            1 << 30,
+            &[],
+        )
+        .unwrap_err();
         assert!(
             too_big.to_string().contains("job \"a\"") && too_big.to_string().contains("MiB"),
             "{too_big}"
         );
+    }
+
+    // Proves partition names follow the kernel's: a number after a letter for sd/hd/vd/xvd
+    // disks, `p` and a number after a disk name ending in a digit; whole disks are none.
+    #[test]
+    fn partition_names_are_the_kernels() {
+        for (name, number) in [
+            ("/dev/sdb1", Some(1)),
+            ("/dev/sdab12", Some(12)),
+            ("/dev/vda2", Some(2)),
+            ("/dev/xvdb3", Some(3)),
+            ("/dev/nvme0n1p2", Some(2)),
+            ("/dev/mmcblk0p1", Some(1)),
+            ("/dev/md0p4", Some(4)),
+            ("/dev/sdb", None),
+            ("/dev/nvme0n1", None),
+            ("/dev/md0", None),
+            ("/dev/loop3", None),
+            ("/dev/sdb0", None),
+            ("sdb1", None),
+        ] {
+            assert_eq!(partition_number(name), number, "{name}");
+        }
+    }
+
+    // Proves a table is laid out as fdisk aligns it (1 MiB first, 1 MiB boundaries), that
+    // jobs on a partition get its extent (offset and size inside it), files go on partition
+    // 1, and bad tables or names are refused with the reason.
+    #[test]
+    fn partitions_place_jobs_inside_them() {
+        const MIB: u64 = 1 << 20;
+        let table = parse_partitions("100m, 25%, rest", 1 << 30).unwrap();
+        assert_eq!(
+            table[0],
+            Region {
+                start: MIB,
+                len: 100 * MIB
+            }
+        );
+        assert_eq!(
+            table[1],
+            Region {
+                start: 101 * MIB,
+                len: 256 * MIB
+            }
+        );
+        assert_eq!(
+            table[2],
+            Region {
+                start: 357 * MIB,
+                len: 667 * MIB
+            }
+        );
+        let mut second = job("b", "/dev/sdb2", Some(Amount::Percent(50.0)));
+        second.offset = Amount::Bytes(MIB);
+        let jobs = vec![
+            job("a", "/dev/sdb1", None),
+            second,
+            job("f", "data", Some(Amount::Bytes(MIB))),
+        ];
+        let layout = plan(&jobs, 1 << 30, &table).unwrap();
+        assert_eq!(layout.job_regions[0][0], table[0]);
+        assert_eq!(
+            layout.job_regions[1][0],
+            Region {
+                start: 102 * MIB,
+                len: 128 * MIB
+            }
+        );
+        assert_eq!(
+            layout.files[0].1,
+            Region {
+                start: MIB,
+                len: MIB
+            }
+        );
+
+        for (value, reason) in [
+            ("600m,600m", "beyond the disk"),
+            ("rest,1g", "only the last"),
+            ("0", "empty"),
+            ("10x", "partition 1"),
+            ("150%", "percentage"),
+        ] {
+            let error = parse_partitions(value, 1 << 30).unwrap_err().to_string();
+            assert!(
+                error.contains(reason) && error.contains(value),
+                "{value}: {error}"
+            );
+        }
+        let missing = plan(&[job("c", "/dev/sdb4", None)], 1 << 30, &table).unwrap_err();
+        assert!(missing.to_string().contains("table has 3"), "{missing}");
+        let no_table = plan(&[job("c", "/dev/sdb1", None)], 1 << 30, &[]).unwrap_err();
+        assert!(no_table.to_string().contains("partitions="), "{no_table}");
+        let big_file = plan(
+            &[job("f", "data", Some(Amount::Bytes(200 * MIB)))],
+            1 << 30,
+            &table,
+        );
+        assert!(big_file.unwrap_err().to_string().contains("partition 1"));
     }
 }

@@ -204,3 +204,104 @@ fn background_ratio_must_be_below_the_dirty_ratio() {
         "{error}"
     );
 }
+
+// Proves the two REQ_SYNC settings: an O_DIRECT write is synchronous to the scheduler unless
+// direct_write_sync=0, fsync's writeback unless sync_write_flag=0, each independently of
+// the other; reads always are.
+#[test]
+fn direct_and_fsync_writes_are_sync_by_their_own_settings() {
+    let text = "[direct]\nrw=write\nbs=64k\nsize=1m\ndirect=1\nfilename=d\n\
+                [fsynced]\nrw=write\nbs=64k\nsize=2m\nfsync=16\nfilename=f\n\
+                [reader]\nrw=randread\nbs=4k\nsize=1m\ndirect=1\nfilename=r\n";
+    for (direct_sync, fsync_sync) in [(true, true), (true, false), (false, true), (false, false)] {
+        let flag = |on: bool| if on { "1" } else { "0" };
+        let settings = [
+            ("direct_write_sync", flag(direct_sync)),
+            ("sync_write_flag", flag(fsync_sync)),
+        ];
+        let mut simulation = simulation(text, "deadline", &settings);
+        simulation.enable_trace();
+        simulation.run().unwrap();
+        let mut seen = [0u32; 3];
+        for entry in simulation.trace() {
+            let job = entry.job as usize;
+            let want = match (job, entry.op) {
+                (_, iosched_core::Op::Flush) => continue,
+                (0, iosched_core::Op::Write) => direct_sync,
+                (1, iosched_core::Op::Write) => fsync_sync,
+                (2, iosched_core::Op::Read) => true,
+                (job, op) => panic!("job {job} issued an unexpected {op:?}"),
+            };
+            seen[job] += 1;
+            assert_eq!(
+                entry.sync, want,
+                "job {job} {:?} with direct_write_sync={direct_sync} \
+                 sync_write_flag={fsync_sync}",
+                entry.op
+            );
+        }
+        assert!(
+            seen.iter().all(|&n| n > 0),
+            "every job's requests traced: {seen:?}"
+        );
+    }
+}
+
+// Proves sync_file_range as Linux's fs/sync.c: WRITE alone starts asynchronous writeback of
+// the range written since the last call and returns once it is submitted (no cache flush);
+// with WAIT_AFTER the call lasts until the pages are on the device; all three flags make it
+// WB_SYNC_ALL (REQ_SYNC); and every page dirtied is written by the calls, none left dirty.
+#[test]
+fn sync_file_range_writes_the_range_and_waits_as_asked() {
+    let run = |flags: &str| {
+        let text =
+            format!("[w]\nrw=write\nbs=64k\nsize=8m\nsync_file_range={flags}:16\nfilename=f\n");
+        let mut simulation = simulation(&text, "deadline", &[]);
+        simulation.enable_trace();
+        let report = simulation.run().unwrap();
+        let writes: Vec<bool> = simulation
+            .trace()
+            .iter()
+            .filter(|e| e.op == iosched_core::Op::Write)
+            .map(|e| e.sync)
+            .collect();
+        let flushes = simulation
+            .trace()
+            .iter()
+            .filter(|e| e.op == iosched_core::Op::Flush)
+            .count();
+        (report, writes, flushes)
+    };
+    let (write_only, async_writes, flushes) = run("write");
+    assert_eq!(
+        flushes, 0,
+        "sync_file_range never flushes the device's cache"
+    );
+    assert!(
+        !async_writes.is_empty() && async_writes.iter().all(|s| !s),
+        "WB_SYNC_NONE"
+    );
+    assert_eq!(
+        write_only.jobs[0].sync.count(),
+        8,
+        "a call per 16 writes of 64 KiB"
+    );
+    assert_eq!(
+        counter(&write_only, "sync_pages"),
+        2048.0,
+        "every page by the calls"
+    );
+    assert_eq!(counter(&write_only, "dirty_at_end_pages"), 0.0);
+
+    let (waited, sync_writes, _) = run("wait_before,write,wait_after");
+    assert!(
+        sync_writes.iter().all(|&s| s),
+        "WB_SYNC_ALL writes are REQ_SYNC"
+    );
+    let (submit, wait) = (write_only.jobs[0].sync.mean(), waited.jobs[0].sync.mean());
+    assert!(
+        wait > 10.0 * submit && wait > 1e6,
+        "waiting for 1 MiB to reach the disk's cache ({wait} ns) lasts far longer than \
+         submitting it ({submit} ns)"
+    );
+}

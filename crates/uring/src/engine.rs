@@ -39,7 +39,7 @@ use iosched_core::{
     elevator::default_nr_requests, policies, time::SECOND, Elevator, FlowId, GroupId, Groups,
     IoPrio, Nanos, Op, Policy, Request, RequestId,
 };
-use iosched_fio::driver::{self, Issued, JobState, Phase, Timer};
+use iosched_fio::driver::{self, Issued, JobState, Phase, SyncKind, Timer};
 use iosched_fio::random::{derive_seed, mix64, Rng};
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
 use iosched_fio::stats::iodepth_bucket;
@@ -239,6 +239,8 @@ struct Io {
     buffer: Option<usize>,
     /// What to check in the data read.
     check: Check,
+    /// A sync_file_range's flags (its range is `issued`'s offset and bytes).
+    sync_range: Option<u32>,
 }
 
 /// What a completed read is checked for.
@@ -274,6 +276,9 @@ struct UringJob {
     flow: FlowId,
     group: GroupId,
     last_write_file: usize,
+    /// Per file: the byte range its writes covered since that file's last sync_file_range
+    /// (fio's `first_write`, `last_write`; counted at issue, fio at completion).
+    written: Vec<Option<(u64, u64)>>,
     /// Bytes issued since its last `dontneed_every` advice.
     since_dontneed: u64,
     /// Bytes of one loop over its files, and bytes issued in the current loop: fio reopens
@@ -320,6 +325,7 @@ fn job_run(
         flow: FlowId(index as u32),
         group,
         last_write_file: 0,
+        written: vec![None; files.len()],
         since_dontneed: 0,
         loop_bytes: region_bytes,
         since_open: 0,
@@ -630,6 +636,9 @@ impl Engine {
         }
         if io.dir == DataDir::Write {
             own.last_write_file = io.file;
+            let (start, end) = (io.offset, io.offset + io.len);
+            let range = &mut own.written[io.file];
+            *range = Some(range.map_or((start, end), |(a, b)| (a.min(start), b.max(end))));
         }
         let address = self.files.files[own.files[io.file].file].base + io.offset;
         let request = Request::new(
@@ -646,16 +655,29 @@ impl Engine {
                 file: io.file,
                 buffer: Some(buffer),
                 check,
+                sync_range: None,
             },
         );
         self.issued += 1;
         self.core.submit(request);
     }
 
-    /// Submits a flush of job `index`'s file `file`.
-    fn issue_flush(&mut self, index: usize, file: usize, now: Nanos) {
+    /// Submits a flush of job `index`'s file `file`: an fsync, or with `range` a
+    /// sync_file_range of (offset, length, flags).
+    fn issue_flush(
+        &mut self,
+        index: usize,
+        file: usize,
+        now: Nanos,
+        range: Option<(u64, u64, u32)>,
+    ) {
         let id = self.new_id();
         let (run, own) = (&self.jobs[index], &self.own[index]);
+        let mut issued = Issued::flush(index, run.spec.prio, now);
+        let sync_range = range.map(|(offset, len, flags)| {
+            (issued.offset, issued.bytes) = (offset, len);
+            flags
+        });
         let address = self.files.files[own.files[file].file].base;
         let request = Request::new(
             id,
@@ -671,10 +693,11 @@ impl Engine {
         self.ios.insert(
             id.0,
             Io {
-                issued: Issued::flush(index, run.spec.prio, now),
+                issued,
                 file,
                 buffer: None,
                 check: Check::None,
+                sync_range,
             },
         );
         self.issued += 1;
@@ -924,19 +947,34 @@ impl driver::Engine for Engine {
         self.submit_io(index, io, prio, now);
     }
 
-    fn flush(&mut self, index: usize, now: Nanos, at_end: bool) -> u32 {
-        if at_end {
-            // end_fsync flushes every file of the job.
-            let files = self.own[index].files.len();
-            for file in 0..files {
-                self.issue_flush(index, file, now);
+    fn flush(&mut self, index: usize, now: Nanos, kind: SyncKind) -> u32 {
+        match kind {
+            SyncKind::End => {
+                // end_fsync flushes every file of the job.
+                let files = self.own[index].files.len();
+                for file in 0..files {
+                    self.issue_flush(index, file, now, None);
+                }
+                files as u32
             }
-            files as u32
-        } else {
-            // fsync= flushes the file last written.
-            let file = self.own[index].last_write_file;
-            self.issue_flush(index, file, now);
-            1
+            SyncKind::Every => {
+                // fsync= flushes the file last written.
+                let file = self.own[index].last_write_file;
+                self.issue_flush(index, file, now, None);
+                1
+            }
+            SyncKind::Range(flags) => {
+                // sync_file_range= syncs what the job wrote in the file last written since
+                // that file's last call; nothing written, no call (fio's
+                // do_sync_file_range returns at once).
+                let own = &mut self.own[index];
+                let file = own.last_write_file;
+                let Some((start, end)) = own.written.get_mut(file).and_then(Option::take) else {
+                    return 0;
+                };
+                self.issue_flush(index, file, now, Some((start, end - start, flags)));
+                1
+            }
         }
     }
 
@@ -1004,6 +1042,7 @@ fn target(ios: &IdMap<Io>, jobs: &[UringJob], id: RequestId) -> Target {
             .map_or(std::ptr::null_mut(), |b| run.buffers[b].raw()),
         offset: io.issued.offset,
         len: io.issued.bytes,
+        sync_range: io.sync_range,
     }
 }
 
@@ -1103,6 +1142,7 @@ mod tests {
             file: 0,
             buffer: None,
             check: Check::None,
+            sync_range: None,
         };
         let failure = Failure::Errno(libc::EIO);
         // A command over [0, 12k) whose first 6k went through before the device failed.

@@ -49,6 +49,9 @@ pub(crate) struct Target {
     pub offset: u64,
     /// Length in bytes.
     pub len: u64,
+    /// For a flush: sync_file_range(2) of `[offset, offset + len)` with these flags instead
+    /// of an fsync.
+    pub sync_range: Option<u32>,
 }
 
 /// Why a command failed.
@@ -109,6 +112,8 @@ struct Command {
     dispatched: Nanos,
     ioprio: u16,
     short: bool,
+    /// A flush that is a sync_file_range of `offset`, `remaining` bytes: its flags.
+    sync_range: Option<u32>,
 }
 
 /// The ring, the elevator and the requests between them.
@@ -260,11 +265,12 @@ impl Core {
                 request,
                 fd: target.fd,
                 iovecs: Vec::new(),
-                offset: 0,
-                remaining: 0,
+                offset: target.offset,
+                remaining: target.len,
                 dispatched: now,
                 ioprio,
                 short: false,
+                sync_range: target.sync_range,
             }
         } else if request.merged.is_empty() {
             // The common case, one original request: no list of targets to sort.
@@ -281,6 +287,7 @@ impl Core {
                 dispatched: now,
                 ioprio,
                 short: false,
+                sync_range: None,
                 request,
             }
         } else {
@@ -317,6 +324,7 @@ impl Core {
                 dispatched: now,
                 ioprio,
                 short: false,
+                sync_range: None,
                 request,
             }
         };
@@ -347,7 +355,16 @@ impl Core {
 
     fn entry(command: &Command, user_data: u64) -> Entry {
         if command.request.op == Op::Flush {
-            sqe::fsync(command.fd, user_data)
+            match command.sync_range {
+                Some(flags) => sqe::sync_file_range(
+                    command.fd,
+                    command.offset,
+                    command.remaining,
+                    flags,
+                    user_data,
+                ),
+                None => sqe::fsync(command.fd, user_data),
+            }
         } else {
             sqe::read_write(
                 command.request.op,

@@ -580,6 +580,7 @@ fn target(pending: &IdMap<Pending>, fd: RawFd, direct: bool, id: RequestId) -> T
             .map_or(std::ptr::null_mut(), |data| data.raw()),
         offset: request.offset,
         len: request.len,
+        sync_range: None,
     }
 }
 

@@ -68,6 +68,18 @@ pub fn fsync(fd: RawFd, user_data: u64) -> Entry {
         .user_data(user_data)
 }
 
+/// The SQE for sync_file_range(2) of `fd` over `len` bytes from `offset` with `flags`
+/// (SYNC_FILE_RANGE_*). The ring's length field holds 32 bits: a longer range becomes 0,
+/// "to the end of the file", which covers it.
+pub fn sync_file_range(fd: RawFd, offset: u64, len: u64, flags: u32, user_data: u64) -> Entry {
+    let len = u32::try_from(len).unwrap_or(0);
+    opcode::SyncFileRange::new(types::Fd(fd), len)
+        .offset(offset)
+        .flags(flags)
+        .build()
+        .user_data(user_data)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

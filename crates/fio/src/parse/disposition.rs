@@ -92,8 +92,6 @@ const WAIT_FOR: &str = "starting a job when a named job finishes is not modelled
 const OPENDIR: &str = "opendir needs a real directory tree to list";
 const VERIFY_ONLY: &str = "a verify-only job reads back data written earlier; the simulator \
                            has no data to verify";
-const SYNC_FILE_RANGE: &str = "sync_file_range() flushes are not modelled; use fsync or \
-                               fdatasync";
 const PROFILE_OPTION: &str = "fio profiles are not supported";
 const RAMP_SIZE: &str = "a ramp measured in bytes (ramp_size) is not modelled; use ramp_time";
 
@@ -124,7 +122,9 @@ const FILE_SERVICE: &str = "only round-robin service of a job's files is modelle
 const BS_VARIANTS: &str =
     "block sizes that are not multiples of the minimum, or chosen by sequential/random, are not \
      modelled";
-const BARRIER: &str = "barrier writes are not modelled";
+const BARRIER: &str = "accepted without effect, as in fio: fio marks every N-th write a \
+                       barrier only for an engine that can send one (FIO_BARRIER), which none \
+                       of the sync, libaio and io_uring engines is";
 const FILE_APPEND: &str = "appending past the end of a file is not modelled";
 const OFFSET_ALIGN: &str = "offset_align is not modelled";
 const FUA: &str = "has no effect here: fio applies it in the io_uring_cmd and sg engines \
@@ -165,6 +165,7 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "nrfiles",
             "fsync",
             "fdatasync",
+            "sync_file_range",
             "direct",
             "atomic",
             "buffered",
@@ -352,6 +353,7 @@ static GROUPS: &[(Disposition, &[&str])] = &[
     ),
     (Noted(IOLOG_OUT), &["write_iolog"]),
     (Noted(ERRORS), &["exitall_on_error", "error_dump"]),
+    (Noted(BARRIER), &["write_barrier"]),
     (Noted(FUA), &["readfua", "writefua"]),
     (
         Noted(SUBMISSION),
@@ -473,7 +475,6 @@ static GROUPS: &[(Disposition, &[&str])] = &[
         RefusedUnlessDefault(BS_VARIANTS),
         &["bs_unaligned", "bs_is_seq_rand"],
     ),
-    (RefusedUnlessDefault(BARRIER), &["write_barrier"]),
     (RefusedUnlessDefault(FILE_APPEND), &["file_append"]),
     (RefusedUnlessDefault(OFFSET_ALIGN), &["offset_align"]),
     (RefusedUnlessDefault(WRITE_MODE), &["write_mode"]),
@@ -486,7 +487,6 @@ static GROUPS: &[(Disposition, &[&str])] = &[
     ),
     (Refused(WAIT_FOR), &["wait_for"]),
     (Refused(OPENDIR), &["opendir"]),
-    (Refused(SYNC_FILE_RANGE), &["sync_file_range"]),
     (Refused(PROFILE_OPTION), &["profile"]),
 ];
 

@@ -116,6 +116,12 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
+/// A size in bytes in fio's syntax (`200g`, `512k`, `1m`: powers of 1024, as kb_base=1024),
+/// for settings outside a job file that take fio's sizes. The error names the problem.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    value::bytes(text, 1024)
+}
+
 /// Reads a text file of at most `bytes_max` bytes (`what` names it in errors: "job file",
 /// "groups file"). The limit is enforced while reading, so `/dev/zero`, a FIFO or a growing
 /// file is refused at the limit instead of read without end; a directory is refused by name;

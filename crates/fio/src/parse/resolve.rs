@@ -23,7 +23,7 @@ use super::settings::{split_colon_list, Setting, Settings, Size, Value};
 use super::table::Scope;
 use super::ParseError;
 use crate::job::{CmdPrio, CmdPrioShare, Fadvise, RandomDistribution, DEFAULT_PERCENTILES};
-use crate::{Amount, BlockSize, Engine, JobSpec, Location, Note, Verify};
+use crate::{Amount, BlockSize, Engine, JobSpec, Location, Note, SyncFileRange, Verify};
 use iosched_core::{IoPrio, IoPrioClass, Nanos};
 
 /// fio's limit on jobs in one run (`REAL_MAX_JOBS`), counting clones.
@@ -567,6 +567,11 @@ impl Resolver<'_> {
         let fdatasync = self.int("fdatasync").unwrap_or(0);
         spec.fsync_every = to_u32(if fsync > 0 { fsync } else { fdatasync });
         spec.end_fsync = self.flag("end_fsync", false) || self.flag("end_syncfs", false);
+        if let Some(text) = self.text("sync_file_range") {
+            spec.sync_file_range = Some(
+                sync_file_range(text).map_err(|reason| self.error("sync_file_range", reason))?,
+            );
+        }
         if self.flag("fsync_on_close", false) {
             if spec.loops > 1 {
                 return Err(self.error(
@@ -985,6 +990,38 @@ pub(super) fn drop_caches(command: &str) -> Option<u8> {
     let (value, target) = rest.split_once('>')?;
     let value: u8 = value.trim().parse().ok()?;
     (target.trim() == "/proc/sys/vm/drop_caches" && (1..=3).contains(&value)).then_some(value)
+}
+
+/// fio's `sync_file_range=FLAGS[:N]` (`str_sfr_cb`): FLAGS one or more of wait_before, write
+/// and wait_after separated by commas, N the writes between calls (1 without it).
+fn sync_file_range(text: &str) -> Result<SyncFileRange, String> {
+    let (words, every) = match text.split_once(':') {
+        Some((words, every)) => {
+            let every: u32 = every.trim().parse().map_err(|_| {
+                format!("bad count \"{every}\" after ':' (a number of writes, 1 or more)")
+            })?;
+            if every == 0 {
+                return Err("a count of 0 writes between calls: give 1 or more".into());
+            }
+            (words, every)
+        }
+        None => (text, 1),
+    };
+    let mut flags = 0;
+    for word in words.split(',').map(str::trim) {
+        flags |= match word {
+            "wait_before" => SyncFileRange::WAIT_BEFORE,
+            "write" => SyncFileRange::WRITE,
+            "wait_after" => SyncFileRange::WAIT_AFTER,
+            _ => {
+                return Err(format!(
+                    "bad flag \"{word}\" (valid: wait_before, write, wait_after, joined by \
+                     ',', then ':N' for every N writes)"
+                ))
+            }
+        };
+    }
+    Ok(SyncFileRange { flags, every })
 }
 
 #[cfg(test)]

@@ -9,10 +9,12 @@
 //! context (flow, cgroup, priority), from any inode. A writer submits one request at a time
 //! and stops while the elevator keeps it waiting, as a task blocked in request allocation
 //! does. Writeback requests are asynchronous; fsync's and O_SYNC's are synchronous (plain
-//! writes with `sync_write_flag=0`, as 2.6.18 sent them) and are followed by a flush. Writers take no new work once every job is done: the run ends as
-//! fio's does, with what is still dirty left in memory.
+//! writes with `sync_write_flag=0`, as 2.6.19-2.6.28 sent them) and are followed by a flush.
+//! Writers take no new work once every job is done: the run ends as fio's does, with what is
+//! still dirty left in memory.
 
 use super::*;
+use iosched_fio::SyncFileRange;
 
 /// `sync_writeback_pages`: the chunk a throttled 2.6.x task writes out.
 const WRITE_CHUNK: u64 = writeback::RATELIMIT_PAGES + writeback::RATELIMIT_PAGES / 2;
@@ -111,16 +113,7 @@ impl Simulation {
             self.start_sync(index, issued, (first, last));
             return;
         }
-        let id = self.next_cache_read;
-        self.next_cache_read += 1;
-        self.cache_reads.insert(
-            id,
-            CacheRead {
-                issued,
-                missing: 0,
-                error: None,
-            },
-        );
+        let id = self.copy_record(issued);
         let copy = CACHE_HIT_NS + io.len / COPY_BYTES_PER_NS;
         self.throttles[index].dirtied += pages;
         self.throttles[index].recent += pages;
@@ -353,7 +346,11 @@ impl Simulation {
             if self.writers[w].pending.is_empty() && !self.take_work(w) {
                 let (kind, job) = (self.writers[w].kind, self.writers[w].job);
                 if let (WriterKind::Task, Some(job)) = (kind, job) {
-                    // Its pages are submitted: the I/O after its fadvise goes.
+                    // Its pages are submitted: its sync_file_range calls return and the I/O
+                    // after its fadvise goes.
+                    for id in self.range_submits.remove(&job).unwrap_or_default() {
+                        self.sync_progress(id, 1);
+                    }
                     if let Some((io, prio)) = self.throttles[job].deferred.take() {
                         self.submit_io_now(job, io, prio);
                     }
@@ -508,6 +505,7 @@ impl Simulation {
                     owner,
                 }),
                 admitted: false,
+                sync,
             },
         );
         self.issued_total += 1;
@@ -602,6 +600,7 @@ impl Simulation {
                 issued,
                 pending: 1,
                 job: index,
+                flush: true,
             },
         );
         id
@@ -686,7 +685,8 @@ impl Simulation {
             self.sync_waiters.entry(page).or_default().push((id, false));
         }
         self.wb_counters.sync_pages += pages.len() as u64;
-        // WB_SYNC_ALL writes are REQ_SYNC (wbc_to_write_flags) unless the host is 2.6.18's.
+        // WB_SYNC_ALL writes are REQ_SYNC (wbc_to_write_flags), plain with
+        // sync_write_flag=0 (2.6.19-2.6.28).
         let sync = self.sync_write_flag;
         let writer = self.job_writer(index, WriterKind::Task);
         self.writers[writer]
@@ -703,7 +703,111 @@ impl Simulation {
             return;
         }
         let sync = self.syncs.remove(&id).expect("a waiting sync");
-        self.submit_flush_for(sync.job, sync.issued);
+        if sync.flush {
+            self.submit_flush_for(sync.job, sync.issued);
+        } else {
+            self.complete_now(sync.issued);
+        }
+    }
+
+    /// `issued`, which needs no I/O of its own, completes now.
+    fn complete_now(&mut self, issued: Issued) {
+        let id = self.copy_record(issued);
+        self.events.push(self.now, Event::CacheDone(id));
+    }
+
+    /// A record for `issued` that waits for no page (a buffered write's copy, a call that
+    /// completes without I/O): its `cache_reads` id, for an `Event::CacheDone`.
+    fn copy_record(&mut self, issued: Issued) -> u64 {
+        let id = self.next_cache_read;
+        self.next_cache_read += 1;
+        self.cache_reads.insert(
+            id,
+            CacheRead {
+                issued,
+                missing: 0,
+                error: None,
+            },
+        );
+        id
+    }
+
+    /// sync_file_range(2) of job `index` with `flags` (fs/sync.c `sync_file_range`) over the
+    /// pages it wrote in the file it wrote last since that file's last call (fio's range):
+    /// with SYNC_FILE_RANGE_WAIT_BEFORE it waits for the range's pages already under
+    /// writeback (with all three flags writing again those dirty again by then, as fsync
+    /// does; with fewer, such a page is left to the flusher); with WRITE it starts
+    /// writeback of the range's dirty pages in its own context, asynchronous
+    /// (`__filemap_fdatawrite_range` with WB_SYNC_NONE) unless all three flags ask for
+    /// WB_SYNC_ALL (then REQ_SYNC as fsync's, by `sync_write_flag`); with WAIT_AFTER it waits
+    /// for every page of the range under writeback, those it started included. Without
+    /// WAIT_AFTER a WRITE returns once its writes are submitted. No cache flush follows: the
+    /// call makes no promise about the device's cache.
+    /// Returns whether a call is in flight: none when nothing was written since the last
+    /// (fio's do_sync_file_range returns at once).
+    pub(super) fn sync_file_range(&mut self, index: usize, flags: u32) -> bool {
+        let issued = Issued::flush(index, self.job_prio(index), self.now);
+        let own = &mut self.own[index];
+        let file = own.last_write_file;
+        let Some((first, last)) = own.written.get_mut(file).and_then(Option::take) else {
+            return false;
+        };
+        let (before, write, after) = (
+            flags & SyncFileRange::WAIT_BEFORE != 0,
+            flags & SyncFileRange::WRITE != 0,
+            flags & SyncFileRange::WAIT_AFTER != 0,
+        );
+        let id = self.new_sync(index, issued);
+        self.syncs.get_mut(&id).expect("just made").flush = false;
+        let mut count = 0;
+        if before || after {
+            let busy: Vec<u64> = self.under_writeback.range(first..=last).copied().collect();
+            count += busy.len() as u64;
+            for page in busy {
+                self.sync_waiters
+                    .entry(page)
+                    .or_default()
+                    .push((id, before && write && after));
+            }
+        }
+        if write {
+            let candidates: Vec<u64> = (first..=last)
+                .filter(|page| self.dirty_at.contains_key(page))
+                .collect();
+            let mut pages = Vec::with_capacity(candidates.len());
+            for page in candidates {
+                if self.claim(page) {
+                    pages.push(page);
+                }
+            }
+            if !pages.is_empty() {
+                let all =
+                    SyncFileRange::WAIT_BEFORE | SyncFileRange::WRITE | SyncFileRange::WAIT_AFTER;
+                let sync = flags & all == all && self.sync_write_flag;
+                if after {
+                    count += pages.len() as u64;
+                    for &page in &pages {
+                        self.sync_waiters.entry(page).or_default().push((id, false));
+                    }
+                } else {
+                    // Returns when the task has submitted them.
+                    count += 1;
+                    self.range_submits.entry(index).or_default().push(id);
+                }
+                self.wb_counters.sync_pages += pages.len() as u64;
+                let writer = self.job_writer(index, WriterKind::Task);
+                self.writers[writer]
+                    .pending
+                    .extend(pages.into_iter().map(|page| (page, index, sync)));
+                self.syncs.get_mut(&id).expect("waiting").pending += count;
+                self.pump_writer(writer);
+                self.sync_progress(id, 1);
+                return true;
+            }
+        }
+        self.syncs.get_mut(&id).expect("waiting").pending += count;
+        self.sync_progress(id, 1);
+        true
     }
 
     /// fsync of job `index` (`fsync=`, `end_fsync`) when its writes are buffered: every
