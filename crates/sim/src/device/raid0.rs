@@ -7,18 +7,29 @@
 //! land next to each other on one member go to it as one command, as the member's queue would
 //! merge them. The command completes when its last piece does (the parent bio's endio after
 //! its clones'), with the first error any piece had. A flush goes to every member
-//! (`md_flush_request`). The scheduling policy runs on the md device and the members have none
-//! below it: the kernel's own arrangement since blk-mq (md is bio-based; each member's
-//! scheduler is usually `none`); 2.6's elevators on each member are not modelled.
+//! (`md_flush_request`).
+//!
+//! Where the scheduling happens is selectable. By default the policy runs on the md device and
+//! the members have none below it: the kernel's arrangement since blk-mq (md is bio-based;
+//! each member's scheduler is usually `none`). With `member_policy=NAME` each member has its
+//! own elevator running that policy, as every disk had its own in the 2.6 kernels, where md
+//! had none (`--policy none` on the array then gives the 2.6 arrangement): a piece enters its
+//! member's elevator as a bio enters the member's queue (merging there, or taking one of its
+//! `nr_requests`), the elevator dispatches to the member while the member has room, and its
+//! idling (anticipation, cfq's slice_idle) keeps that member waiting. When a member's queue
+//! is full the md submitter blocks: the array takes no new command whose pieces would go to
+//! a member with pieces still waiting for a request.
 //!
 //! Settings: `members` (2), `chunk_kb` (512, mdadm's default since 3.1; 64 before), `member`
-//! (the members' model, `hdd`), and `member.NAME=VALUE` for any setting of that model, given to
-//! every member. Member `i` draws from its own stream of the device's seed.
+//! (the members' model, `hdd`), `member.NAME=VALUE` for any setting of that model, given to
+//! every member, `member_policy` (none) and `member_policy.NAME=VALUE` for any tunable of its
+//! queue or policy. Member `i` draws from its own stream of the device's seed.
 
 use super::{parameter, parse_integer, Device, DeviceError, ModelInfo};
-use iosched_core::{Nanos, Op, Request, RequestId};
+use iosched_core::{policies, Dispatch, Elevator, Nanos, Op, Request, RequestId};
 use iosched_fio::Parameter;
 use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 /// A command of the array, waiting for its pieces.
 #[derive(Debug)]
@@ -30,10 +41,23 @@ struct Parent {
     error: Option<i32>,
 }
 
+/// One member: its device, and with `member_policy` its own elevator.
+struct Member {
+    device: Box<dyn Device>,
+    elevator: Option<Elevator>,
+    /// Pieces its elevator had no request for: the md submitter waits (2.6's
+    /// `get_request_wait`), in order.
+    waiting: VecDeque<Request>,
+    /// When its elevator asked to be called again (idling), if it did.
+    wake: Option<Nanos>,
+}
+
 /// The md RAID-0 array.
 pub struct Raid0 {
-    members: Vec<Box<dyn Device>>,
+    members: Vec<Member>,
     member_model: String,
+    /// The members' policy and its settings, when each member has its own elevator.
+    member_policy: Option<String>,
     chunk: u64,
     capacity: u64,
     parents: FxHashMap<u64, Parent>,
@@ -68,6 +92,8 @@ impl Raid0 {
         let mut chunk_kb = 512;
         let mut member_model = "hdd".to_string();
         let mut member_settings = Vec::new();
+        let mut member_policy: Option<String> = None;
+        let mut policy_settings = Vec::new();
         for (name, value) in settings {
             match name.as_str() {
                 "members" => members = parse_integer(name, value, 2, MEMBERS_MAX)?,
@@ -92,9 +118,23 @@ impl Raid0 {
                     }
                     member_model = value.clone();
                 }
-                other => match other.strip_prefix("member.") {
-                    Some(setting) => member_settings.push((setting.to_string(), value.clone())),
-                    None => {
+                "member_policy" => {
+                    member_policy = match value.trim() {
+                        "" | "none" => None,
+                        policy => Some(policy.to_string()),
+                    }
+                }
+                other => match (
+                    other.strip_prefix("member."),
+                    other.strip_prefix("member_policy."),
+                ) {
+                    (Some(setting), _) => {
+                        member_settings.push((setting.to_string(), value.clone()))
+                    }
+                    (_, Some(setting)) => {
+                        policy_settings.push((setting.to_string(), value.clone()))
+                    }
+                    (None, None) => {
                         return Err(DeviceError::UnknownParameter {
                             model: MODEL.name.into(),
                             name: other.into(),
@@ -103,6 +143,9 @@ impl Raid0 {
                                 "chunk_kb".into(),
                                 "member".into(),
                                 "member.NAME (any setting of the member model)".into(),
+                                "member_policy".into(),
+                                "member_policy.NAME (any tunable of the members' policy)"
+                                    .into(),
                             ],
                         })
                     }
@@ -113,9 +156,26 @@ impl Raid0 {
         let mut built = Vec::with_capacity(members as usize);
         for index in 0..members {
             let member_seed = crate::random::derive_seed(seed, index);
-            built.push(super::build(&member_model, &member_settings, member_seed)?);
+            let device = super::build(&member_model, &member_settings, member_seed)?;
+            let elevator = match &member_policy {
+                Some(policy) => Some(member_elevator(policy, &policy_settings, &*device)?),
+                None if !policy_settings.is_empty() => {
+                    return Err(DeviceError::BadValue {
+                        name: format!("member_policy.{}", policy_settings[0].0),
+                        value: policy_settings[0].1.clone(),
+                        reason: "the members have no elevator: set member_policy too".into(),
+                    })
+                }
+                None => None,
+            };
+            built.push(Member {
+                device,
+                elevator,
+                waiting: VecDeque::new(),
+                wake: None,
+            });
         }
-        let smallest = built.iter().map(|m| m.capacity()).min().unwrap_or(0);
+        let smallest = built.iter().map(|m| m.device.capacity()).min().unwrap_or(0);
         // Each member contributes whole chunks (raid0's strip zone of equal members).
         let capacity = smallest / chunk * chunk * members;
         if capacity == 0 {
@@ -128,6 +188,7 @@ impl Raid0 {
         Ok(Raid0 {
             members: built,
             member_model,
+            member_policy,
             chunk,
             capacity,
             parents: FxHashMap::default(),
@@ -171,6 +232,91 @@ impl Raid0 {
         self.pieces.insert(id, parent.id.0);
         piece_of(parent, RequestId(id), offset, len)
     }
+
+    /// Brings member `m` to `now`: its device's completions go to `early` (and to its
+    /// elevator), a due wake is taken, waiting pieces enter its elevator as requests free
+    /// up, and its elevator dispatches while the device has room.
+    fn pump(&mut self, m: usize, now: Nanos) {
+        let member = &mut self.members[m];
+        let mut finished = Vec::new();
+        member.device.advance(now, &mut finished);
+        for (at, done) in finished {
+            let error = member.device.completion_error(&done);
+            if let Some(elevator) = &mut member.elevator {
+                elevator.completed(&done, at);
+            }
+            // Pieces the member's elevator merged into this one complete with it.
+            for id in std::iter::once(done.id).chain(done.merged.iter().copied()) {
+                self.early.push((at, id.0, error));
+            }
+        }
+        let Some(elevator) = &mut member.elevator else {
+            return;
+        };
+        if member.wake.is_some_and(|at| at <= now) {
+            member.wake = None;
+        }
+        loop {
+            while let Some(piece) = member.waiting.pop_front() {
+                if let Err(piece) = elevator.submit(piece, now) {
+                    member.waiting.push_front(piece);
+                    break;
+                }
+            }
+            if member.device.in_flight() >= member.device.queue_depth() {
+                break;
+            }
+            match elevator.dispatch(now) {
+                Dispatch::Request(request) => {
+                    if !member.device.accepts(&request) {
+                        // A non-queued command waits for the queue to drain.
+                        elevator.requeue(request, now);
+                        break;
+                    }
+                    member.device.submit(request, now);
+                }
+                Dispatch::WaitUntil(at) => {
+                    member.wake = Some(at.max(now + 1));
+                    break;
+                }
+                Dispatch::Empty => break,
+            }
+        }
+    }
+
+    /// Whether member `m` takes `piece` now: into its device (no elevator), or into its
+    /// elevator, which needs a free request and no piece waiting before it.
+    fn member_accepts(&self, m: usize, piece: &Request) -> bool {
+        let member = &self.members[m];
+        match &member.elevator {
+            None => member.device.accepts(piece),
+            Some(elevator) => {
+                member.waiting.is_empty()
+                    && elevator.has_room_for(piece.group, piece.direction())
+            }
+        }
+    }
+}
+
+/// Member `device`'s own elevator running `policy` with `settings`. Its nr_requests is 128
+/// (BLKDEV_MAX_RQ, the single-queue block layer's default of the 2.6 kernels this
+/// arrangement is theirs), or blk-mq's for a deeper device; `member_policy.nr_requests` sets
+/// it.
+fn member_elevator(
+    policy: &str,
+    settings: &[(String, String)],
+    device: &dyn Device,
+) -> Result<Elevator, DeviceError> {
+    let bad = |reason: String| DeviceError::BadValue {
+        name: "member_policy".into(),
+        value: policy.to_string(),
+        reason,
+    };
+    let stack = policies::Stack::parse(policy).map_err(|e| bad(e.to_string()))?;
+    let nr_requests = iosched_core::elevator::default_nr_requests(device.queue_depth()).max(128);
+    let mut elevator = stack.elevator(nr_requests);
+    policies::apply_settings(&mut elevator, settings).map_err(|e| bad(e.to_string()))?;
+    Ok(elevator)
 }
 
 /// The member command for `[offset, offset + len)` of `parent` on its member: the parent's
@@ -202,7 +348,15 @@ impl Device for Raid0 {
     }
 
     fn queue_depth(&self) -> u32 {
-        self.members.iter().map(|m| m.queue_depth()).sum()
+        // With the members' elevators, md passes bios on at once: their request lists bound
+        // what it holds.
+        self.members
+            .iter()
+            .map(|m| match &m.elevator {
+                Some(elevator) => elevator.nr_requests(),
+                None => m.device.queue_depth(),
+            })
+            .sum()
     }
 
     fn in_flight(&self) -> u32 {
@@ -213,12 +367,12 @@ impl Device for Raid0 {
         // Every member it goes to must take its piece (at most one piece per member: a
         // member's pieces of one command are adjacent on it and joined).
         if request.op == Op::Flush || request.len == 0 {
-            return self.members.iter().all(|m| m.accepts(request));
+            return (0..self.members.len()).all(|m| self.member_accepts(m, request));
         }
         self.split(request.offset, request.len)
             .into_iter()
             .all(|(member, offset, len)| {
-                self.members[member].accepts(&piece_of(request, request.id, offset, len))
+                self.member_accepts(member, &piece_of(request, request.id, offset, len))
             })
     }
 
@@ -245,33 +399,40 @@ impl Device for Raid0 {
                 error: None,
             },
         );
-        for (member, piece) in issued {
+        for (m, piece) in issued {
             // The protocol: a device is advanced to `now` before each submit.
-            let mut finished = Vec::new();
-            self.members[member].advance(now, &mut finished);
-            for (at, done) in finished {
-                let error = self.members[member].completion_error(&done);
-                self.early.push((at, done.id.0, error));
+            self.pump(m, now);
+            let member = &mut self.members[m];
+            match &mut member.elevator {
+                None => member.device.submit(piece, now),
+                Some(elevator) => {
+                    if member.waiting.is_empty() {
+                        if let Err(piece) = elevator.submit(piece, now) {
+                            member.waiting.push_back(piece);
+                        }
+                    } else {
+                        member.waiting.push_back(piece);
+                    }
+                    self.pump(m, now);
+                }
             }
-            self.members[member].submit(piece, now);
         }
     }
 
     fn next_event(&self) -> Option<Nanos> {
-        self.members.iter().filter_map(|m| m.next_event()).min()
+        self.members
+            .iter()
+            .flat_map(|m| [m.device.next_event(), m.wake])
+            .flatten()
+            .min()
     }
 
     fn advance(&mut self, now: Nanos, done: &mut Vec<(Nanos, Request)>) {
         self.errors.clear();
-        let mut completions = std::mem::take(&mut self.early);
-        let mut finished = Vec::new();
-        for member in 0..self.members.len() {
-            self.members[member].advance(now, &mut finished);
-            for (at, piece) in finished.drain(..) {
-                let error = self.members[member].completion_error(&piece);
-                completions.push((at, piece.id.0, error));
-            }
+        for m in 0..self.members.len() {
+            self.pump(m, now);
         }
+        let mut completions = std::mem::take(&mut self.early);
         completions.sort_by_key(|&(at, id, _)| (at, id));
         let mut ready = Vec::new();
         for (at, piece, error) in completions {
@@ -307,6 +468,12 @@ impl Device for Raid0 {
             ),
             parameter("member", &self.member_model, "", "the members' model"),
             parameter(
+                "member_policy",
+                self.member_policy.as_deref().unwrap_or("none"),
+                "",
+                "each member's own elevator (2.6's arrangement); none: the policy on the array",
+            ),
+            parameter(
                 "capacity_gib",
                 self.capacity >> 30,
                 "GiB",
@@ -322,7 +489,7 @@ impl Device for Raid0 {
         let mut names: Vec<String> = Vec::new();
         let mut sums: FxHashMap<String, f64> = FxHashMap::default();
         for member in &self.members {
-            for (name, value) in member.counters() {
+            for (name, value) in member.device.counters() {
                 if !sums.contains_key(&name) {
                     names.push(name.clone());
                 }
@@ -330,6 +497,23 @@ impl Device for Raid0 {
             }
         }
         let mut counters = vec![("md_split_commands".to_string(), self.splits as f64)];
+        if self.member_policy.is_some() {
+            // The members' elevators, summed: what they merged, dispatched, and how often
+            // the md submitter found a member's request list full.
+            let mut stats = [0u64; 3];
+            for elevator in self.members.iter().filter_map(|m| m.elevator.as_ref()) {
+                let s = elevator.stats();
+                stats[0] += s.merged;
+                stats[1] += s.dispatched;
+                stats[2] += s.full + s.limited;
+            }
+            for (name, value) in ["member_merged", "member_dispatched", "member_full_waits"]
+                .into_iter()
+                .zip(stats)
+            {
+                counters.push((name.to_string(), value as f64));
+            }
+        }
         counters.extend(names.into_iter().map(|name| {
             let value = sums[&name];
             (name, value)
@@ -342,7 +526,8 @@ impl Device for Raid0 {
 pub const MODEL: ModelInfo = ModelInfo {
     name: "raid0",
     summary: "Linux md RAID-0 striped over `members` devices of model `member` (hdd), \
-              `chunk_kb` (512) per chunk; `member.NAME=VALUE` sets each member",
+              `chunk_kb` (512) per chunk; `member.NAME=VALUE` sets each member, \
+              `member_policy` gives each its own elevator (2.6's arrangement)",
     build: |settings, seed| Ok(Box::new(Raid0::from_settings(settings, seed)?)),
     derived_from: &[("capacity_gib", &["members", "chunk_kb", "member"])],
 };
