@@ -1,30 +1,21 @@
 //! Buffered reads through the page cache and Linux's on-demand read-ahead.
 
-use iosched_fio::parse::parse_str;
+mod report;
+
 use iosched_fio::{DataDir, RunReport};
-use iosched_sim::{run, SimConfig};
-use std::path::Path;
+use iosched_sim::SimConfig;
+use report::{counter, owned};
 
 fn simulate(jobs: &str, settings: &[(&str, &str)]) -> RunReport {
-    let file = parse_str(jobs, "t.fio", Path::new("."), &|_| None).unwrap();
-    let config = SimConfig {
-        policy: "deadline".into(),
-        device: "hdd".into(),
-        policy_settings: settings
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect(),
-        ..SimConfig::default()
-    };
-    run(&config, &file).unwrap()
-}
-
-fn counter(report: &RunReport, name: &str) -> f64 {
-    report
-        .device_counters
-        .iter()
-        .find(|(n, _)| n == name)
-        .map_or(0.0, |(_, v)| *v)
+    report::simulate(
+        jobs,
+        SimConfig {
+            policy: "deadline".into(),
+            device: "hdd".into(),
+            policy_settings: owned(settings),
+            ..SimConfig::default()
+        },
+    )
 }
 
 fn bandwidth(report: &RunReport) -> f64 {

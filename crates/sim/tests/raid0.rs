@@ -1,22 +1,23 @@
 //! md RAID-0 under the scheduler: striping doubles what one disk gives.
 
+mod report;
+
 use iosched_fio::parse::parse_str;
 use iosched_fio::{DataDir, RunReport};
 use iosched_sim::{run, SimConfig};
+use report::{counter, owned};
 use std::path::Path;
 
 fn simulate(jobs: &str, device: &str, settings: &[(&str, &str)]) -> RunReport {
-    let file = parse_str(jobs, "t.fio", Path::new("."), &|_| None).unwrap();
-    let config = SimConfig {
-        policy: "deadline".into(),
-        device: device.into(),
-        device_settings: settings
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect(),
-        ..SimConfig::default()
-    };
-    run(&config, &file).unwrap()
+    report::simulate(
+        jobs,
+        SimConfig {
+            policy: "deadline".into(),
+            device: device.into(),
+            device_settings: owned(settings),
+            ..SimConfig::default()
+        },
+    )
 }
 
 fn bandwidth(report: &RunReport) -> f64 {
@@ -62,26 +63,16 @@ fn striping_multiplies_a_disks_bandwidth() {
 /// On raid0 under `policy` with device `settings`, the array's queue merging nothing (2.6's
 /// bio-based md has no request queue of its own).
 fn simulate_with(jobs: &str, policy: &str, settings: &[(&str, &str)]) -> RunReport {
-    let file = parse_str(jobs, "t.fio", Path::new("."), &|_| None).unwrap();
-    let config = SimConfig {
-        policy: policy.into(),
-        policy_settings: vec![("nomerges".into(), "1".into())],
-        device: "raid0".into(),
-        device_settings: settings
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect(),
-        ..SimConfig::default()
-    };
-    run(&config, &file).unwrap()
-}
-
-fn counter(report: &RunReport, name: &str) -> f64 {
-    report
-        .device_counters
-        .iter()
-        .find(|(n, _)| n == name)
-        .map_or(0.0, |(_, v)| *v)
+    report::simulate(
+        jobs,
+        SimConfig {
+            policy: policy.into(),
+            policy_settings: owned(&[("nomerges", "1")]),
+            device: "raid0".into(),
+            device_settings: owned(settings),
+            ..SimConfig::default()
+        },
+    )
 }
 
 // Proves each member can have its own elevator (2.6's arrangement, md itself with none):
@@ -139,10 +130,7 @@ fn member_policy_settings_are_checked() {
     ] {
         let config = SimConfig {
             device: "raid0".into(),
-            device_settings: settings
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.to_string()))
-                .collect(),
+            device_settings: owned(&settings),
             ..SimConfig::default()
         };
         let error = run(&config, &file).unwrap_err().to_string();

@@ -1,9 +1,12 @@
 //! Buffered writes through the page cache: writeback, dirty throttling, fsync and O_SYNC.
 
+mod report;
+
 use iosched_fio::parse::parse_str;
 use iosched_fio::{DataDir, RunReport};
 use iosched_sim::{SimConfig, Simulation};
 use proptest::prelude::*;
+use report::{counter, owned};
 use std::path::Path;
 
 fn simulation(jobs: &str, policy: &str, settings: &[(&str, &str)]) -> Simulation {
@@ -11,21 +14,10 @@ fn simulation(jobs: &str, policy: &str, settings: &[(&str, &str)]) -> Simulation
     let config = SimConfig {
         policy: policy.into(),
         device: "hdd".into(),
-        policy_settings: settings
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect(),
+        policy_settings: owned(settings),
         ..SimConfig::default()
     };
     Simulation::new(&config, &file).unwrap()
-}
-
-fn counter(report: &RunReport, name: &str) -> f64 {
-    report
-        .device_counters
-        .iter()
-        .find(|(n, _)| n == name)
-        .map_or(0.0, |(_, v)| *v)
 }
 
 fn written(report: &RunReport, job: usize) -> u64 {
