@@ -482,6 +482,9 @@ impl Elevator {
                 return stage.set_tunable(name, value);
             }
         }
+        if let Some(result) = self.policy.set_text(name, text) {
+            return result;
+        }
         let spec = match tunable::find(self.policy.tunables(), name) {
             Ok(spec) => spec,
             Err(_) => {

@@ -61,6 +61,14 @@ pub trait Policy: Send {
     /// queued or in flight at once.
     fn insert(&mut self, request: Request, now: Nanos);
 
+    /// Takes over `request`, queued elsewhere since `request.arrival` (a meta-policy handing
+    /// its queue from one policy to another at run time): a policy with deadlines counts them
+    /// from the request's arrival, as it would have had the request been its own all along.
+    /// The default queues it as a new request.
+    fn adopt(&mut self, request: Request, now: Nanos) {
+        self.insert(request, now);
+    }
+
     /// Picks what the device should do next.
     fn dispatch(&mut self, now: Nanos) -> Dispatch;
 
@@ -135,6 +143,19 @@ pub trait Policy: Send {
     /// The policy's own state for a run's report, as name and value (a kernel scheduler shows
     /// such state in debugfs). Most policies have none.
     fn counters(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+
+    /// Sets `name` to `text` when it is a setting this policy takes as text rather than as one
+    /// of its numeric tunables: a meta-policy's list of policies, or a tunable of a policy it
+    /// runs (`dass`'s `policies=cfq,deadline`, `cfq.slice_idle=0`). `None` when it is not.
+    fn set_text(&mut self, name: &str, text: &str) -> Option<Result<(), TunableError>> {
+        let _ = (name, text);
+        None
+    }
+
+    /// The current values of the settings [`Policy::set_text`] takes, for a run's report.
+    fn text_settings(&self) -> Vec<(&'static str, String)> {
         Vec::new()
     }
 }

@@ -114,9 +114,10 @@ impl DiskAccounting {
     }
 }
 
-/// The queue and policy tunables in force in `elevator`, as report parameters.
+/// The queue and policy tunables in force in `elevator`, as report parameters, then the
+/// policy's text settings (a meta-policy's list of policies).
 pub fn tunable_parameters(elevator: &Elevator) -> Vec<Parameter> {
-    elevator
+    let mut parameters: Vec<Parameter> = elevator
         .tunables()
         .into_iter()
         .map(|(spec, value)| Parameter {
@@ -125,7 +126,20 @@ pub fn tunable_parameters(elevator: &Elevator) -> Vec<Parameter> {
             unit: spec.unit.symbol().to_string(),
             note: spec.doc.to_string(),
         })
-        .collect()
+        .collect();
+    parameters.extend(
+        elevator
+            .policy()
+            .text_settings()
+            .into_iter()
+            .map(|(name, value)| Parameter {
+                name: name.to_string(),
+                value,
+                unit: String::new(),
+                note: String::new(),
+            }),
+    );
+    parameters
 }
 
 /// The elevator's counters as report counters (`scheduler_inserted`, `_merged`,

@@ -675,6 +675,22 @@ fn policy_promise(policy: &str, e: &Elevator, load: &Load, job: &Job, grouped: b
                 .max(5 * fifo);
             Promise::Within(2 * window + 4 * fifo)
         }
+        "dass" => {
+            // A request waits in one candidate, then (after a swap) in the next, whose
+            // deadlines count from its arrival: at most the sum of its default candidates'
+            // promises (their default tunables are looser than the expiries dass gives them,
+            // half its bounds), and one period W more before the controller acts. What a
+            // candidate may hold back by design stays exempt.
+            let mut total = ms(e, "W");
+            for candidate in ["cfq", "deadline"] {
+                let inner = Elevator::new(policies::build(candidate).unwrap(), e.nr_requests());
+                match policy_promise(candidate, &inner, load, job, grouped) {
+                    Promise::Exempt(reason) => return Promise::Exempt(reason),
+                    Promise::Within(bound) => total += bound,
+                }
+            }
+            Promise::Within(total)
+        }
         other => panic!("no promise stated for policy {other}"),
     }
 }

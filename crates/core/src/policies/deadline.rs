@@ -339,6 +339,11 @@ impl Policy for Deadline {
         self.insert_request(request, now)
     }
 
+    fn adopt(&mut self, request: Request, now: Nanos) {
+        let since = request.arrival.min(now);
+        self.insert_request(request, since)
+    }
+
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         self.dispatch_next(now)
     }
@@ -424,11 +429,12 @@ impl Deadline {
         Ok(())
     }
 
-    /// Queues a request.
-    pub(super) fn insert_request(&mut self, request: Request, now: Nanos) {
+    /// Queues a request, its FIFO deadline counted from `since` (now, or its arrival when
+    /// adopted from another policy).
+    pub(super) fn insert_request(&mut self, request: Request, since: Nanos) {
         let level = level_of(&request, self.priorities);
         let dir = request.direction() as usize;
-        let fifo_time = now.saturating_add(self.fifo_expire[dir]);
+        let fifo_time = since.saturating_add(self.fifo_expire[dir]);
         let current = &mut self.levels[level];
         current.add(dir, Entry { request, fifo_time });
         current.pending += 1;

@@ -66,6 +66,7 @@ register! {
     mclock,
     grouped,
     latency,
+    dass,
 }
 
 /// The catalog entry for `name` or one of its aliases.
@@ -175,6 +176,10 @@ pub fn apply_settings(
             Some((policy, tunable)) => {
                 let named = find(policy).map_err(SettingError::UnknownPolicy)?.name;
                 if named != running {
+                    // A meta-policy running POLICY among its candidates takes it.
+                    if let Some(result) = elevator.policy_mut().set_text(name, value) {
+                        result.map_err(SettingError::Tunable)?;
+                    }
                     continue;
                 }
                 tunable

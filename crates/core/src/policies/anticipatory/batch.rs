@@ -225,7 +225,8 @@ impl Anticipatory {
 impl Anticipatory {
     /// Queues a request at its level, sorted and on its FIFO, and decides whether it breaks
     /// the anticipation under way (`as_add_request`).
-    pub(super) fn insert_request(&mut self, request: Request, now: Nanos) {
+    /// Its FIFO expiry counts from `since`: now, or its arrival when adopted.
+    pub(super) fn insert_request(&mut self, request: Request, now: Nanos, since: Nanos) {
         let level = self.level_of(&request);
         let dir = dir_of(&request);
         if self.flows.len() >= MAX_FLOWS && !self.flows.contains_key(&request.flow) {
@@ -241,7 +242,7 @@ impl Anticipatory {
         stats.nr_queued += request.request_count() as u32;
         let breaks = matches!(self.antic, Antic::WaitReq | Antic::WaitNext)
             && self.can_break_anticipation(Some(&request), now);
-        let expires = now.saturating_add(self.fifo_expire[dir]);
+        let expires = since.saturating_add(self.fifo_expire[dir]);
         let current = &mut self.levels[level];
         current.waiting_since.get_or_insert(now);
         current.add(dir, Entry { request, expires });

@@ -311,7 +311,12 @@ impl Policy for Anticipatory {
     }
 
     fn insert(&mut self, request: Request, now: Nanos) {
-        self.insert_request(request, now)
+        self.insert_request(request, now, now)
+    }
+
+    fn adopt(&mut self, request: Request, now: Nanos) {
+        let since = request.arrival.min(now);
+        self.insert_request(request, now, since)
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
