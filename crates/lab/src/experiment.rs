@@ -357,6 +357,8 @@ fn format_metric(metric: &str, value: f64) -> String {
         format!("{value:.1} IOPS")
     } else if metric == "bw" || metric == "bw_peak" {
         figures::rate(value)
+    } else if metric.contains("_over_") {
+        format!("{value:.0} I/Os")
     } else if metric.contains("lat_") || metric == "disk_time" {
         figures::duration(value)
     } else {

@@ -58,7 +58,8 @@ impl JobFigures {
     /// `ios`, `bytes`, `disk_time` (the device's time on them, ns), `errors`
     /// (failed I/Os counted under `continue_on_error`), `clat_mean`, `clat_max`, `clat_min`,
     /// `clat_stddev`,
-    /// `clat_pNN` (for example `clat_p99.99`), and the same for `lat_` and `slat_`.
+    /// `clat_pNN` (for example `clat_p99.99`), `clat_over_T` (the I/Os that took longer than
+    /// T, for example `clat_over_400ms`), and the same for `lat_` and `slat_`.
     pub fn metric(&self, name: &str) -> Option<f64> {
         match name {
             "iops" => return Some(self.iops()),
@@ -83,6 +84,15 @@ impl JobFigures {
             "max" => Some(latency.max() as f64),
             "min" => Some(latency.min() as f64),
             "stddev" => Some(latency.stddev()),
+            over if over.starts_with("over_") => {
+                // The I/Os that took longer than the bound (to the histogram's 0.1%).
+                let bound = duration_nanos(&over["over_".len()..])?;
+                Some(
+                    latency
+                        .count()
+                        .saturating_sub(latency.count_below(bound + 1)) as f64,
+                )
+            }
             percentile => {
                 let percent: f64 = percentile.strip_prefix('p')?.parse().ok()?;
                 (0.0..=100.0)
@@ -91,6 +101,19 @@ impl JobFigures {
             }
         }
     }
+}
+
+/// `400ms`, `4s`, `250us`, `10ns` in nanoseconds.
+fn duration_nanos(text: &str) -> Option<u64> {
+    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = match &text[digits.len()..] {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok()?.checked_mul(unit)
 }
 
 fn per_second(amount: f64, runtime: u64) -> f64 {
@@ -104,7 +127,7 @@ fn per_second(amount: f64, runtime: u64) -> f64 {
 /// Names of the metrics [`JobFigures::metric`] knows, for error messages.
 pub const METRIC_NAMES: &str =
     "iops, bw, iops_peak, bw_peak (the highest over any second), ios, bytes, disk_time, errors, clat_mean, clat_max, clat_min, clat_stddev, \
-                                clat_pNN (e.g. clat_p99.99), and lat_* / slat_* likewise";
+                                clat_pNN (e.g. clat_p99.99), clat_over_T (I/Os over T, e.g. clat_over_400ms), and lat_* / slat_* likewise";
 
 /// The figures of the jobs named `job` in direction `dir` (or the direction with the most I/O);
 /// `*` pools every job of the run (the device's total).

@@ -566,7 +566,18 @@ impl Simulation {
         }
         let wakeup_latency = host[host_tunable("wakeup_latency")] * 1_000;
         let mem_mib = host[host_tunable("mem")];
-        let read_ahead_kb = host[host_tunable("read_ahead_kb")];
+        // The device's driver may set its own (md RAID-0 does); a --set wins over both.
+        let read_ahead_kb = match device.read_ahead_kb() {
+            Some(kb)
+                if !config
+                    .policy_settings
+                    .iter()
+                    .any(|(n, _)| n == "read_ahead_kb") =>
+            {
+                kb
+            }
+            _ => host[host_tunable("read_ahead_kb")],
+        };
         let (background_ratio, ratio) = (
             host[host_tunable("dirty_background_ratio")],
             host[host_tunable("dirty_ratio")],

@@ -138,12 +138,13 @@ fn member_policy_settings_are_checked() {
     }
 }
 
-// Proves a member's elevator idles for its own disk: two sequential readers on an array of
-// one-command disks get far more from anticipatory on each member (it waits for the reader
-// whose next block is near) than from deadline there, which seeks between them.
+// Proves a member's elevator idles for its own disk: two sequential direct readers on an
+// array of one-command disks get far more from anticipatory on each member (it waits for the
+// reader whose next block is near) than from deadline there, which seeks between them.
 #[test]
 fn anticipation_works_per_member() {
-    let two = "[global]\nrw=read\nbs=4k\nsize=10g\ntime_based=1\nruntime=5\n[a]\n[b]\n";
+    let two = "[global]\nrw=read\nbs=4k\nsize=10g\ntime_based=1\nruntime=5\ndirect=1\n\
+               [a]\n[b]\n";
     let total = |policy: &str| {
         let report = simulate_with(
             two,

@@ -59,6 +59,12 @@ pub trait Device: Send {
         None
     }
 
+    /// The read-ahead the device's driver sets for its queue, when it sets one
+    /// (`/sys/block/X/queue/read_ahead_kb`); `None` leaves the block layer's default.
+    fn read_ahead_kb(&self) -> Option<u64> {
+        None
+    }
+
     /// Every parameter, given and derived, with unit and source.
     fn parameters(&self) -> Vec<Parameter>;
 
@@ -187,6 +193,7 @@ register! {
     ssd,
     he8,
     hd080hj,
+    maxtor20,
     raid0,
 }
 

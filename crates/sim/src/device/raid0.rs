@@ -457,6 +457,14 @@ impl Device for Raid0 {
         self.errors.get(&request.id.0).copied()
     }
 
+    /// Twice a whole stripe, so that read-ahead of a large file keeps every member busy:
+    /// raid0.c's `raid0_run` raises the array's `ra_pages` to `2 * members * chunk` (never
+    /// lowering the block layer's default).
+    fn read_ahead_kb(&self) -> Option<u64> {
+        let stripe_kb = self.members.len() as u64 * self.chunk / 1024;
+        Some((2 * stripe_kb).max(128))
+    }
+
     fn parameters(&self) -> Vec<Parameter> {
         let parameters = vec![
             parameter("members", self.members.len(), "devices", "member devices"),
@@ -513,6 +521,28 @@ impl Device for Raid0 {
             {
                 counters.push((name.to_string(), value as f64));
             }
+            // The members' policies' own counters, summed (the largest for a `max` figure),
+            // prefixed `member_`.
+            let mut names: Vec<&'static str> = Vec::new();
+            let mut values: Vec<f64> = Vec::new();
+            for elevator in self.members.iter().filter_map(|m| m.elevator.as_ref()) {
+                for (name, value) in elevator.policy().counters() {
+                    match names.iter().position(|n| *n == name) {
+                        Some(at) if name.contains("max") => values[at] = values[at].max(value),
+                        Some(at) => values[at] += value,
+                        None => {
+                            names.push(name);
+                            values.push(value);
+                        }
+                    }
+                }
+            }
+            counters.extend(
+                names
+                    .into_iter()
+                    .zip(values)
+                    .map(|(name, value)| (format!("member_{name}"), value)),
+            );
         }
         counters.extend(names.into_iter().map(|name| {
             let value = sums[&name];
