@@ -172,7 +172,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub filename: Option<PathBuf>,
     /// Real engine: most requests in flight on the device at once [default: 32]. The
-    /// scheduler's nr_requests defaults to twice this, as in Linux.
+    /// scheduler's nr_requests defaults to twice this, as blk-mq's (128 for the single-queue
+    /// schedulers: cfq, anticipatory, grouped-*, dass).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(iosched_core::limits::IODEPTH_MAX)))]
     pub device_depth: Option<u32>,
     /// Output format(s), comma-separated as fio takes them: normal, json.

@@ -15,6 +15,9 @@ use crate::time::Nanos;
 use crate::tunable::{self, TunableError, TunableSpec, Unit};
 use std::collections::VecDeque;
 
+/// `nr_requests` of the single-queue block layer's schedulers (BLKDEV_MAX_RQ).
+pub const LEGACY_NR_REQUESTS: u32 = 128;
+
 /// Default `nr_requests` for a device that accepts `device_queue_depth` commands at once:
 /// `2 * min(depth, 128)`, as `blk_mq_init_sched` sets it.
 pub fn default_nr_requests(device_queue_depth: u32) -> u32 {
@@ -140,6 +143,8 @@ impl Elevator {
     /// Wraps `policy` with `nr_requests` scheduler requests and Linux's other queue defaults.
     pub fn new(policy: Box<dyn Policy>, nr_requests: u32) -> Self {
         assert!(nr_requests >= 1);
+        // A single-queue scheduler keeps its own default (Policy::default_nr_requests).
+        let nr_requests = policy.default_nr_requests().unwrap_or(nr_requests);
         Elevator {
             policy,
             stage: None,
@@ -622,6 +627,26 @@ impl Waiters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Proves the single-queue schedulers keep BLKDEV_MAX_RQ (128) whatever the device's depth,
+    // the blk-mq ones take the engine's 2 * min(depth, 128), and a setting overrides both.
+    #[test]
+    fn legacy_schedulers_default_to_128_requests() {
+        for (name, expected) in [
+            ("cfq", 128),
+            ("anticipatory", 128),
+            ("grouped-cfq", 128),
+            ("dass", 128),
+            ("deadline", 2),
+            ("bfq", 2),
+            ("noop", 2),
+        ] {
+            let mut elevator = Elevator::new(crate::policies::build(name).unwrap(), 2);
+            assert_eq!(elevator.nr_requests(), expected, "{name}");
+            elevator.set("nr_requests", "16").unwrap();
+            assert_eq!(elevator.nr_requests(), 16, "{name}");
+        }
+    }
     use crate::policies::noop::Noop;
     use crate::request::Direction;
     use crate::testing::request;

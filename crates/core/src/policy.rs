@@ -93,6 +93,14 @@ pub trait Policy: Send {
         true
     }
 
+    /// The `nr_requests` this policy's queue had by default in the kernel, when it is not the
+    /// blk-mq default the engines give (`2 * min(device depth, 128)`): the schedulers of the
+    /// single-queue block layer (cfq, anticipatory, the 2009 IO controller, seed 001's DASS)
+    /// had BLKDEV_MAX_RQ, 128, whatever the device's depth. `--set nr_requests` still wins.
+    fn default_nr_requests(&self) -> Option<u32> {
+        None
+    }
+
     /// Number of requests queued (not yet dispatched).
     fn queued(&self) -> usize;
 

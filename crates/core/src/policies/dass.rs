@@ -478,6 +478,11 @@ impl Dass {
 }
 
 impl Policy for Dass {
+    /// A single-queue scheduler: BLKDEV_MAX_RQ requests (block/blk-core.c, 2.6 to 4.x).
+    fn default_nr_requests(&self) -> Option<u32> {
+        Some(crate::elevator::LEGACY_NR_REQUESTS)
+    }
+
     fn name(&self) -> &'static str {
         "dass"
     }

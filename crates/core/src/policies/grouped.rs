@@ -323,6 +323,11 @@ impl Grouped {
 }
 
 impl Policy for Grouped {
+    /// A single-queue scheduler: BLKDEV_MAX_RQ requests (block/blk-core.c, 2.6 to 4.x).
+    fn default_nr_requests(&self) -> Option<u32> {
+        Some(crate::elevator::LEGACY_NR_REQUESTS)
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }

@@ -386,6 +386,11 @@ impl Cfq {
 }
 
 impl Policy for Cfq {
+    /// A single-queue scheduler: BLKDEV_MAX_RQ requests (block/blk-core.c, 2.6 to 4.x).
+    fn default_nr_requests(&self) -> Option<u32> {
+        Some(crate::elevator::LEGACY_NR_REQUESTS)
+    }
+
     fn name(&self) -> &'static str {
         "cfq"
     }
