@@ -89,6 +89,15 @@ pub const TUNABLES: &[TunableSpec] = &[
         doc:
             "1: RT/BE/IDLE levels served strictly (Linux since 5.14); 0: one level, plain deadline",
     },
+    TunableSpec {
+        name: "async_depth",
+        unit: Unit::Requests,
+        default: 0,
+        min: 0,
+        max: 65_536,
+        doc: "most scheduler requests writes and async reads may hold (dd_limit_depth); 0: \
+              nr_requests, mainline's default (dd_depth_updated), so no limit",
+    },
 ];
 
 /// This module's entries in the policy catalog (`iosched policies`).
@@ -196,6 +205,8 @@ pub struct Deadline {
     fifo_batch: u64,
     prio_aging_expire: Nanos,
     priorities: bool,
+    /// `async_depth`; 0 stands for nr_requests.
+    async_depth: u64,
 }
 
 impl Default for Deadline {
@@ -223,6 +234,7 @@ impl Deadline {
             fifo_batch: TUNABLES[4].default,
             prio_aging_expire: from_millis(TUNABLES[5].default),
             priorities: TUNABLES[6].default == 1,
+            async_depth: TUNABLES[7].default,
         }
     }
 
@@ -369,6 +381,20 @@ impl Policy for Deadline {
         self.drain_all(out)
     }
 
+    /// `dd_limit_depth` (block/mq-deadline.c): synchronous reads are never throttled; writes
+    /// and asynchronous reads may take at most `async_depth` of the scheduler's requests, so
+    /// they cannot block the allocation of synchronous ones.
+    fn may_allocate(&self, request: &Request, in_use: usize, nr_requests: u32) -> bool {
+        if request.sync && request.direction() == Direction::Read {
+            return true;
+        }
+        let depth = match self.async_depth {
+            0 => u64::from(nr_requests),
+            depth => depth.min(u64::from(nr_requests)),
+        };
+        (in_use as u64) < depth.max(1)
+    }
+
     fn tunables(&self) -> &'static [TunableSpec] {
         TUNABLES
     }
@@ -501,6 +527,7 @@ impl Deadline {
             "fifo_batch" => self.fifo_batch,
             "prio_aging_expire" => self.prio_aging_expire / MILLISECOND,
             "priorities" => u64::from(self.priorities),
+            "async_depth" => self.async_depth,
             _ => return Err(crate::tunable::unknown(name, TUNABLES)),
         })
     }
@@ -516,6 +543,7 @@ impl Deadline {
             "front_merges" => self.front_merges = value == 1,
             "fifo_batch" => self.fifo_batch = value,
             "prio_aging_expire" => self.prio_aging_expire = from_millis(value),
+            "async_depth" => self.async_depth = value,
             "priorities" => {
                 let pending: u32 = self.levels.iter().map(|l| l.pending).sum();
                 if pending > 0 || !self.requeued.is_empty() {
@@ -539,6 +567,31 @@ mod tests {
     use crate::ioprio::IoPrio;
     use crate::testing::request;
     use crate::Op;
+
+    // Proves dd_limit_depth: with async_depth set, writes take at most that many of the
+    // scheduler's requests and a synchronous read still gets one; at the default (0, which is
+    // nr_requests) writes may take them all.
+    #[test]
+    fn async_depth_keeps_requests_for_sync_reads() {
+        for (async_depth, writes_in) in [(0, 8), (2, 2)] {
+            let mut elevator = crate::Elevator::new(Box::new(Deadline::new()), 8);
+            elevator
+                .set("async_depth", &async_depth.to_string())
+                .unwrap();
+            let mut admitted = 0;
+            for id in 0..8 {
+                let mut write = request(id, Op::Write, id * (1 << 20), 4096);
+                write.sync = false;
+                if elevator.submit(write, 0).is_ok() {
+                    admitted += 1;
+                }
+            }
+            assert_eq!(admitted, writes_in, "async_depth={async_depth}");
+            let read = request(100, Op::Read, 1 << 40, 4096);
+            let expected = async_depth != 0;
+            assert_eq!(elevator.submit(read, 0).is_ok(), expected, "async_depth={async_depth}");
+        }
+    }
 
     fn take(policy: &mut Deadline, now: Nanos) -> Request {
         match policy.dispatch(now) {
