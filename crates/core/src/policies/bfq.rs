@@ -164,9 +164,15 @@ struct Queue {
     last_completion: Nanos,
 }
 
+/// `BFQQ_SEEKY` (block/bfq-iosched.h, Linux 4.16 on): more than 19 of the last 32 requests
+/// started farther than `BFQ_SEEK_THR` from where the previous one ended.
+fn seeky_history(history: u32) -> bool {
+    history.count_ones() > 19
+}
+
 impl Queue {
     fn seeky(&self) -> bool {
-        self.seek_history.count_ones() > 4
+        seeky_history(self.seek_history)
     }
 
     fn queued(&self) -> usize {
@@ -901,6 +907,16 @@ impl Bfq {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Proves the seeky test is the kernel's hweight32(seek_history) > 19: a queue with a few
+    // far requests among its last 32 (a sequential reader crossing files) is not seeky.
+    #[test]
+    fn seeky_means_more_than_19_far_requests_of_32() {
+        assert!(!seeky_history(0b11111));
+        assert!(!seeky_history((1 << 19) - 1));
+        assert!(seeky_history((1 << 20) - 1));
+        assert!(seeky_history(u32::MAX));
+    }
     use crate::ioprio::IoPrio;
     use crate::testing::request;
     use crate::time::MICROSECOND;
@@ -1060,8 +1076,8 @@ mod tests {
                 (r.flow, r.prio) = (FlowId(flow), prio);
                 r
             };
-            // The first reader seeks far on every request: it is seeky after a few.
-            for round in 0..8u64 {
+            // The first reader seeks far on every request: it is seeky after 20.
+            for round in 0..24u64 {
                 bfq.insert(next(1, first, (round * 7919 % 13) << 30), now);
                 let Dispatch::Request(r) = bfq.dispatch(now) else {
                     panic!("the reader's request is served")
