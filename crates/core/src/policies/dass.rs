@@ -147,12 +147,11 @@ const DEFAULT_POLICIES: &str = "cfq,deadline";
 /// Most candidates.
 const MAX_CANDIDATES: usize = 8;
 
-/// A request inside: its arrival, whether it writes, whether it is queued (not dispatched).
+/// A request inside (queued or in flight): its arrival, and whether it writes.
 #[derive(Clone, Copy, Debug)]
 struct Inside {
     arrival: Nanos,
     write: bool,
-    queued: bool,
 }
 
 /// The dass meta-policy.
@@ -463,17 +462,10 @@ impl Dass {
         self.swapped_in_period = true;
     }
 
-    /// `request` (and what it carries) is queued in the active candidate.
-    fn note_queued(&mut self, request: &Request) {
-        let write = request.direction() != crate::request::Direction::Read;
-        for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
-            self.inside.entry(id.0).or_insert(Inside {
-                arrival: request.arrival,
-                write,
-                queued: true,
-            });
-            self.ages[usize::from(write)].insert((request.arrival, id.0));
-        }
+    /// Original request `id`, arrived at `arrival`, is queued in the active candidate.
+    fn enter(&mut self, id: u64, arrival: Nanos, write: bool) {
+        self.inside.entry(id).or_insert(Inside { arrival, write });
+        self.ages[usize::from(write)].insert((arrival, id));
     }
 }
 
@@ -500,21 +492,16 @@ impl Policy for Dass {
             request.direction() != crate::request::Direction::Read,
         );
         self.candidates[self.active].try_merge(request, limits, now)?;
-        self.inside.insert(
-            id,
-            Inside {
-                arrival,
-                write,
-                queued: true,
-            },
-        );
-        self.ages[usize::from(write)].insert((arrival, id));
+        self.enter(id, arrival, write);
         Ok(())
     }
 
     fn insert(&mut self, request: Request, now: Nanos) {
         self.observe(now);
-        self.note_queued(&request);
+        let write = request.direction() != crate::request::Direction::Read;
+        for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
+            self.enter(id.0, request.arrival, write);
+        }
         self.candidates[self.active].insert(request, now);
     }
 
@@ -525,8 +512,7 @@ impl Policy for Dass {
         if let Dispatch::Request(request) = &decision {
             self.owners.insert(request.id.0, self.active);
             for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
-                if let Some(inside) = self.inside.get_mut(&id.0) {
-                    inside.queued = false;
+                if let Some(inside) = self.inside.get(&id.0) {
                     self.ages[usize::from(inside.write)].remove(&(inside.arrival, id.0));
                 }
             }
@@ -557,8 +543,7 @@ impl Policy for Dass {
     fn requeue(&mut self, request: Request, now: Nanos) {
         let owner = self.owners.remove(&request.id.0).unwrap_or(self.active);
         for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
-            if let Some(inside) = self.inside.get_mut(&id.0) {
-                inside.queued = true;
+            if let Some(inside) = self.inside.get(&id.0) {
                 self.ages[usize::from(inside.write)].insert((inside.arrival, id.0));
             }
         }
