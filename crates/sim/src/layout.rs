@@ -9,7 +9,9 @@
 //! A disk may have a partition table (the device setting `partitions`, [`parse_partitions`]):
 //! then a partition's name, `/dev/sdb2` or `/dev/nvme0n1p2` as the kernel names them
 //! ([`partition_number`]), is that partition's extent (a job's `offset` and `size` inside it,
-//! as fio on a partition's node), and the files' file system is on partition 1.
+//! as fio on a partition's node), and the files' file system is on partition 1. A disk given
+//! no table that a job addresses by partition has fdisk's default: one partition from 1 MiB to
+//! the end.
 
 use crate::SimError;
 use iosched_fio::{Amount, JobSpec};
@@ -128,6 +130,22 @@ fn amount_bytes(amount: Amount, whole: u64) -> u64 {
 /// Plans the layout of `jobs` on a device of `capacity` bytes with the partition table
 /// `partitions` (none: the whole disk, and the files from its start).
 pub fn plan(jobs: &[JobSpec], capacity: u64, partitions: &[Region]) -> Result<Layout, SimError> {
+    // A job naming a partition of a disk given no table finds the table fdisk makes by
+    // default: one partition from 1 MiB to the end (fio's examples name /dev/sdb1).
+    let names_partition = jobs
+        .iter()
+        .flat_map(|job| &job.filenames)
+        .any(|name| partition_number(name).is_some());
+    let default_table;
+    let (partitions, defaulted) = if partitions.is_empty() && names_partition {
+        default_table = [Region {
+            start: FILE_ALIGNMENT.min(capacity),
+            len: capacity.saturating_sub(FILE_ALIGNMENT),
+        }];
+        (&default_table[..], true)
+    } else {
+        (partitions, false)
+    };
     // The files' file system: partition 1, or the whole disk.
     let (fs_start, fs_end) = partitions
         .first()
@@ -221,24 +239,15 @@ pub fn plan(jobs: &[JobSpec], capacity: u64, partitions: &[Region]) -> Result<La
         let mut regions = Vec::with_capacity(job.filenames.len());
         for name in &job.filenames {
             let extent = match partition_number(name) {
-                Some(number) if partitions.is_empty() => {
-                    return Err(SimError::job(
-                        job,
-                        &format!(
-                            "{name:?} is partition {number} of a disk without a partition \
-                             table here: give one with --device-set partitions=SIZE,SIZE,... \
-                             (or name the whole disk)"
-                        ),
-                    ));
-                }
                 Some(number) => *partitions.get(number - 1).ok_or_else(|| {
-                    SimError::job(
-                        job,
-                        &format!(
-                            "{name:?} is partition {number}, but the partition table has {}",
-                            partitions.len()
-                        ),
-                    )
+                    let table = if defaulted {
+                        "a disk given no partition table has one partition over the whole \
+                         disk; give a table with --device-set partitions=SIZE,SIZE,..."
+                            .to_string()
+                    } else {
+                        format!("the partition table has {}", partitions.len())
+                    };
+                    SimError::job(job, &format!("{name:?} is partition {number}, but {table}"))
                 })?,
                 None if is_device(name) => device,
                 None => placed[name.as_str()],
@@ -446,7 +455,16 @@ mod tests {
         }
         let missing = plan(&[job("c", "/dev/sdb4", None)], 1 << 30, &table).unwrap_err();
         assert!(missing.to_string().contains("table has 3"), "{missing}");
-        let no_table = plan(&[job("c", "/dev/sdb1", None)], 1 << 30, &[]).unwrap_err();
+        // No table: partition 1 is fdisk's default, the disk from 1 MiB on; 2 is refused.
+        let default = plan(&[job("c", "/dev/sdb1", None)], 1 << 30, &[]).unwrap();
+        assert_eq!(
+            default.job_regions[0],
+            vec![Region {
+                start: MIB,
+                len: (1 << 30) - MIB
+            }]
+        );
+        let no_table = plan(&[job("c", "/dev/sdb2", None)], 1 << 30, &[]).unwrap_err();
         assert!(no_table.to_string().contains("partitions="), "{no_table}");
         let big_file = plan(
             &[job("f", "data", Some(Amount::Bytes(200 * MIB)))],
