@@ -126,12 +126,17 @@ impl Progress for Log {
 
 /// A bar of time for one run: the simulated time reached (or wall time on the real engine)
 /// against the time the jobs will take, when the job file says (`runtime=` on every job),
-/// with an ETA; a spinner with the time reached otherwise. Like [`Bar`], it appears after
-/// [`SHOW_AFTER`], on a terminal, and never when quiet. It goes away when dropped.
+/// with an ETA; else, when the engine reports the share of the work done (jobs that end by
+/// size), a bar of that share with an ETA, as fio's; a spinner with the time reached
+/// otherwise. Like [`Bar`], it appears after [`SHOW_AFTER`], on a terminal, and never when
+/// quiet. It goes away when dropped.
 pub struct TimeBar {
     bar: Option<ProgressBar>,
     done: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// Parts of the work in [`TimeBar::with_work`]'s share: a million.
+const WORK_PARTS: u64 = 1_000_000;
 
 impl TimeBar {
     /// Follows `reached` (ns), towards `total` (ns) if known.
@@ -140,9 +145,24 @@ impl TimeBar {
         total: Option<u64>,
         reached: impl Fn() -> u64 + Send + 'static,
     ) -> TimeBar {
-        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        TimeBar::with_work(quiet, total, reached, None)
+    }
+
+    /// Follows `reached` (ns), towards `total` (ns) if known; else follows `work`, the share
+    /// of the work done in parts per million, if given.
+    pub fn with_work(
+        quiet: bool,
+        total: Option<u64>,
+        reached: impl Fn() -> u64 + Send + 'static,
+        work: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    ) -> TimeBar {
+        if total.is_none() {
+            if let Some(work) = work {
+                return TimeBar::of_work(quiet, reached, work);
+            }
+        }
         if quiet || !std::io::stderr().is_terminal() {
-            return TimeBar { bar: None, done };
+            return TimeBar::hidden();
         }
         let ms = |ns: u64| ns / 1_000_000;
         let (bar, template) = match total {
@@ -156,6 +176,53 @@ impl TimeBar {
             ),
         };
         bar.set_style(ProgressStyle::with_template(template).expect("a static template"));
+        TimeBar::follow(bar, move |shown| {
+            let now = reached();
+            shown.set_position(ms(now));
+            let of = total
+                .map(|t| format!(" of {:.1} s", t as f64 / 1e9))
+                .unwrap_or_default();
+            shown.set_message(format!("{:.1} s{of} of the jobs' time", now as f64 / 1e9));
+        })
+    }
+}
+
+impl TimeBar {
+    fn of_work(
+        quiet: bool,
+        reached: impl Fn() -> u64 + Send + 'static,
+        work: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    ) -> TimeBar {
+        if quiet || !std::io::stderr().is_terminal() {
+            return TimeBar::hidden();
+        }
+        let bar = ProgressBar::with_draw_target(Some(WORK_PARTS), ProgressDrawTarget::hidden());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {percent}% {msg}, ETA {eta}",
+            )
+            .expect("a static template"),
+        );
+        TimeBar::follow(bar, move |shown| {
+            shown.set_position(work.load(Ordering::Relaxed).min(WORK_PARTS));
+            shown.set_message(format!(
+                "of the jobs' work, {:.1} s of their time",
+                reached() as f64 / 1e9
+            ));
+        })
+    }
+
+    fn hidden() -> TimeBar {
+        TimeBar {
+            bar: None,
+            done: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        }
+    }
+
+    /// Shows `bar` on standard error after [`SHOW_AFTER`] unless dropped before, and has
+    /// `update` refresh it five times a second until dropped.
+    fn follow(bar: ProgressBar, update: impl Fn(&ProgressBar) + Send + 'static) -> TimeBar {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (shown, stop) = (bar.clone(), done.clone());
         std::thread::spawn(move || {
             std::thread::sleep(SHOW_AFTER);
@@ -164,12 +231,7 @@ impl TimeBar {
             }
             shown.set_draw_target(ProgressDrawTarget::stderr());
             while !stop.load(Ordering::Relaxed) {
-                let now = reached();
-                shown.set_position(ms(now));
-                let of = total
-                    .map(|t| format!(" of {:.1} s", t as f64 / 1e9))
-                    .unwrap_or_default();
-                shown.set_message(format!("{:.1} s{of} of the jobs' time", now as f64 / 1e9));
+                update(&shown);
                 shown.tick();
                 std::thread::sleep(Duration::from_millis(200));
             }

@@ -20,9 +20,10 @@ pub struct SetupArgs {
     /// several policies, POLICY.NAME=VALUE sets it for one of them.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_setting)]
     pub settings: Vec<(String, String)>,
-    /// Device model (see `iosched devices`).
-    #[arg(long, default_value = "hdd")]
-    pub device: String,
+    /// Device model (see `iosched devices`) [default: hdd; `iosched run` takes ssd when the
+    /// jobs name /dev/nvme* and no --device is given, as /dev/sd* names a disk].
+    #[arg(long)]
+    pub device: Option<String>,
     /// Set a device parameter (repeatable): --device-set queue_depth=1
     #[arg(long = "device-set", value_name = "NAME=VALUE", value_parser = parse_setting)]
     pub device_settings: Vec<(String, String)>,
@@ -45,7 +46,7 @@ impl SetupArgs {
     pub fn setup(&self) -> Setup {
         Setup {
             settings: self.settings.clone(),
-            device: self.device.clone(),
+            device: self.device.clone().unwrap_or_else(|| DEFAULT_DEVICE.into()),
             device_settings: self.device_settings.clone(),
             seed: self.seed,
             groups: self.groups.clone(),
@@ -75,6 +76,24 @@ impl SimArgs {
     pub fn config(&self) -> Result<SimConfig> {
         self.setup
             .config(self.policy.as_deref().unwrap_or(DEFAULT_POLICY))
+    }
+}
+
+/// The device model when `--device` is not given.
+pub const DEFAULT_DEVICE: &str = "hdd";
+
+/// The device model for `file` when `--device` is not given: the SSD model when its jobs
+/// name an NVMe namespace (`/dev/nvme0n1`, `/dev/nvme0n1p2`), else [`DEFAULT_DEVICE`].
+pub fn device_for(file: &JobFile) -> &'static str {
+    let nvme = file
+        .jobs
+        .iter()
+        .flat_map(|job| &job.filenames)
+        .any(|name| name.starts_with("/dev/nvme"));
+    if nvme {
+        "ssd"
+    } else {
+        DEFAULT_DEVICE
     }
 }
 
@@ -298,6 +317,9 @@ fn run_jobs(
     }
     let mut config = args.sim.config()?;
     config.policy = choose_policy(args.sim.policy.as_deref(), &file)?;
+    if args.sim.setup.device.is_none() {
+        config.device = device_for(&file).into();
+    }
     config.write_logs = true;
     // The seed comes first, so any run can be replayed; on stderr to keep JSON output clean.
     eprintln!(
@@ -310,18 +332,33 @@ fn run_jobs(
     note_latency_without_priorities(&config.policy, &file, &config.group_settings);
     let started_ms = start_time_ms()?;
     let reached = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let work = Arc::new(std::sync::atomic::AtomicU64::new(0));
     config.progress = Some(reached.clone());
-    let bar =
-        crate::progress::TimeBar::new(args.quiet, crate::progress::jobs_time(&file), move || {
-            reached.load(std::sync::atomic::Ordering::Relaxed)
-        });
+    config.progress_done = Some(work.clone());
+    let bar = crate::progress::TimeBar::with_work(
+        args.quiet,
+        crate::progress::jobs_time(&file),
+        move || reached.load(std::sync::atomic::Ordering::Relaxed),
+        Some(work),
+    );
     let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg);
     drop(bar);
     let mut report = report?;
     report.started_ms = Some(started_ms);
     report.global_options = file.global_options.clone();
     write_results(output.take(), &report, formats)?;
+    print_job_errors(&report);
     Ok(ExitCode::SUCCESS)
+}
+
+/// What ended a job with an error, as fio prints it on stderr (`rate_min` not met, a latency
+/// target missed at depth 1).
+fn print_job_errors(report: &iosched_fio::RunReport) {
+    for job in &report.jobs {
+        if let Some(message) = &job.error_message {
+            eprintln!("iosched: job failed: {message}");
+        }
+    }
 }
 
 /// When a run starts, in ms since the Unix epoch, for fio's `timestamp` and the jobs' start
@@ -386,6 +423,7 @@ fn run_real(
     outcome.report.started_ms = Some(started_ms);
     outcome.report.global_options = file.global_options.clone();
     write_results(output.take(), &outcome.report, formats)?;
+    print_job_errors(&outcome.report);
     for error in &outcome.errors {
         eprintln!("iosched: error: {error}");
     }

@@ -1,7 +1,8 @@
 //! fio's job lifecycle, written once for every engine: when a job starts (`startdelay`, the
 //! `stonewall` barriers), what it may issue and when (`iodepth`, `rate`, `rate_iops`,
-//! `thinktime`, `fsync`, `size`/`io_size`/`loops`, `runtime`, `ramp_time`), how it ends
-//! (`end_fsync`, the last completion), and what it counts (latencies past the ramp, I/O depths).
+//! `thinktime`, `fsync`, `flow`, the `latency_target` depth search), how it ends
+//! (`size`/`io_size`/`loops`, `number_ios`, `runtime`, `rate_min`, `exitall`, `end_fsync`, the
+//! last completion), and what it counts (latencies past the ramp, I/O depths).
 //!
 //! The simulator (virtual time) and the real engine (wall time) implement [`Engine`]: they
 //! submit what the driver decides, call it back at the times it asks for, and tell it of each
@@ -33,6 +34,9 @@ pub const STARTDELAY_STREAM_BASE: u64 = 1 << 32;
 
 /// Seed streams for per-I/O priorities (`cmdprio_percentage`), apart from both.
 pub const CMDPRIO_STREAM_BASE: u64 = 2 << 32;
+
+/// Seed streams for `rate_process=poisson` gaps, apart from the others.
+pub const POISSON_STREAM_BASE: u64 = 3 << 32;
 
 /// Where a job is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,14 +88,30 @@ pub struct JobState {
     pub deadline: Option<Nanos>,
     /// Bytes to issue, unless time-based.
     bytes_limit: Option<u64>,
+    /// I/Os to issue at most (`number_ios` times `loops`).
+    ios_limit: Option<u64>,
     bytes_issued: u64,
     ios_issued: u64,
+    /// Bytes and I/Os completed per direction (fio's `this_io_bytes`, `this_io_blocks`).
+    done_bytes: [u64; 3],
+    done_ios: [u64; 3],
+    /// The last `rate_min` sample per direction: when, bytes and I/Os done then (fio's
+    /// `lastrate`, `rate_bytes`, `rate_blocks`).
+    min_rate_mark: [Option<(Nanos, u64, u64)>; 3],
+    /// I/Os issued under `flow` (fio's `td->flow_counter`).
+    pub flow_issued: u64,
+    /// Held back by `flow` until another job of its flow issues.
+    flow_blocked: bool,
+    /// The `latency_target` search, if the job has one.
+    latency: Option<LatencySearch>,
     rate_bytes: [u64; 3],
     rate_ios: [u64; 3],
     /// The wake asked for, if any.
     pub wake_at: Option<Nanos>,
     /// Waiting for every I/O in flight to complete before thinking (fio's `io_u_quiesce`).
     quiescing: bool,
+    /// How long to pause once quiesced: `thinktime`, `flow_sleep`, or 0 (a depth change).
+    pause_after_quiesce: Nanos,
     /// Thinking until then.
     pub thinking_until: Option<Nanos>,
     writes_since_flush: u32,
@@ -99,6 +119,10 @@ pub struct JobState {
     end_fsync_issued: bool,
     /// Draws which I/Os take the `cmdprio` priority (fio's `prio_state`).
     cmdprio_rng: Rng,
+    /// `rate_process=poisson`: when each direction's next I/O may go, since the start (fio's
+    /// `last_usec`), and the gaps' draws (`poisson_state`).
+    poisson_next: [Nanos; 3],
+    poisson_rng: Rng,
     /// What it measured.
     pub result: JobResult,
 }
@@ -121,11 +145,19 @@ impl JobState {
                     .unwrap_or(region_bytes.saturating_mul(u64::from(spec.loops.max(1)))),
             )
         };
-        let depth = if spec.engine.is_async() {
+        let ios_limit = spec
+            .number_ios
+            .map(|count| count.saturating_mul(u64::from(spec.loops.max(1))));
+        let full_depth = if spec.engine.is_async() {
             spec.iodepth.max(1)
         } else {
             1
         };
+        let latency = spec
+            .latency_target
+            .map(|target| LatencySearch::new(target, full_depth));
+        // fio's lat_target_init: the search starts at depth 1.
+        let depth = if latency.is_some() { 1 } else { full_depth };
         let result = JobResult::for_job(&spec, index as u32 + 1);
         JobState {
             spec,
@@ -139,17 +171,27 @@ impl JobState {
             measure_start: 0,
             deadline: None,
             bytes_limit,
+            ios_limit,
             bytes_issued: 0,
             ios_issued: 0,
+            done_bytes: [0; 3],
+            done_ios: [0; 3],
+            min_rate_mark: [None; 3],
+            flow_issued: 0,
+            flow_blocked: false,
+            latency,
             rate_bytes: [0; 3],
             rate_ios: [0; 3],
             wake_at: None,
             quiescing: false,
+            pause_after_quiesce: 0,
             thinking_until: None,
             writes_since_flush: 0,
             writes_since_range: 0,
             end_fsync_issued: false,
             cmdprio_rng: Rng::new(derive_seed(seed, CMDPRIO_STREAM_BASE + index as u64)),
+            poisson_next: [0; 3],
+            poisson_rng: Rng::new(derive_seed(seed, POISSON_STREAM_BASE + index as u64)),
             result,
         }
     }
@@ -228,6 +270,13 @@ impl JobState {
     /// a stalled device must show as a long latency, not vanish from the statistics); only
     /// the ramp is left out. Returns whether it was counted.
     pub fn record(&mut self, io: &Issued, at: Nanos) -> bool {
+        if !io.flush {
+            self.done_bytes[io.dir as usize] += io.bytes;
+            self.done_ios[io.dir as usize] += 1;
+            if let Some(search) = &mut self.latency {
+                search.completed(at - io.created);
+            }
+        }
         if at < self.measure_start {
             return false;
         }
@@ -280,15 +329,139 @@ impl JobState {
         if now >= self.measure_start {
             self.result.iodepth_levels[iodepth_bucket(self.in_flight)] += 1;
         }
+        if self.spec.flow.is_some() {
+            self.flow_issued += 1;
+        }
         if self.spec.thinktime > 0
             && self.ios_issued % u64::from(self.spec.thinktime_blocks.max(1)) == 0
         {
-            self.quiescing = true;
+            self.quiesce(self.spec.thinktime);
         }
     }
 
-    /// What the job does next at `now`.
-    fn next(&mut self, now: Nanos) -> Step {
+    /// The gap before direction `dir`'s next I/O under `rate_process=poisson`: exponential
+    /// with the mean of one I/O at the rate (`-ln(U) / iops`).
+    fn draw_poisson_gap(&mut self, dir: usize) {
+        let min_bs = self.spec.bs[dir].min().max(1);
+        let iops = if self.spec.rate[dir] > 0 {
+            self.spec.rate[dir] as f64 / min_bs as f64
+        } else {
+            self.spec.rate_iops[dir] as f64
+        };
+        if iops <= 0.0 {
+            return;
+        }
+        let uniform = 1.0 - self.poisson_rng.unit(); // in (0, 1]
+        let gap = -uniform.ln() / iops * SECOND as f64;
+        self.poisson_next[dir] = self.poisson_next[dir].saturating_add(gap as Nanos);
+    }
+
+    /// Waits for what is in flight to complete (fio's `io_u_quiesce`), then pauses `pause`.
+    fn quiesce(&mut self, pause: Nanos) {
+        self.quiescing = true;
+        self.pause_after_quiesce = pause;
+    }
+
+    /// fio's `check_min_rate` at a completion at `now`: after a two-second settling period,
+    /// each direction with a `rate_min` or `rate_iops_min` that the job has done I/O in must
+    /// have done at least that much over every `rate_cycle`. Returns the message of the first shortfall.
+    fn check_min_rate(&mut self, now: Nanos) -> Option<String> {
+        if now.saturating_sub(self.started_at) < 2 * SECOND {
+            return None;
+        }
+        for dir in 0..3 {
+            let (bytes_min, iops_min) = (self.spec.rate_min[dir], self.spec.rate_iops_min[dir]);
+            // fio checks only the directions the job has done I/O in (`check_min_rate`).
+            if (bytes_min == 0 && iops_min == 0) || self.done_bytes[dir] == 0 {
+                continue;
+            }
+            let (bytes, ios) = (self.done_bytes[dir], self.done_ios[dir]);
+            if let Some((since, bytes_then, ios_then)) = self.min_rate_mark[dir] {
+                let spent = now - since;
+                if spent < self.spec.rate_cycle {
+                    continue;
+                }
+                let per_second = |done: u64| {
+                    u64::try_from(u128::from(done) * u128::from(SECOND) / u128::from(spent))
+                        .unwrap_or(u64::MAX)
+                };
+                let name = &self.spec.name;
+                if bytes_min > 0 {
+                    let rate = per_second(bytes - bytes_then);
+                    if rate < bytes_min {
+                        return Some(format!(
+                            "{name}: rate_min={bytes_min}B/s not met, got {rate}B/s"
+                        ));
+                    }
+                } else {
+                    let rate = per_second(ios - ios_then);
+                    if rate < iops_min {
+                        return Some(format!(
+                            "{name}: rate_iops_min={iops_min} not met, got {rate} IOPS"
+                        ));
+                    }
+                }
+            }
+            self.min_rate_mark[dir] = Some((now, bytes, ios));
+        }
+        None
+    }
+
+    /// How much of its work the job has done at `now`, 0 to 1, as fio's ETA reckons it: all
+    /// when done, none before it starts; while it runs, the larger of the time share of its
+    /// ramp and runtime and the byte share of what it is to issue.
+    pub fn done_fraction(&self, now: Nanos) -> f64 {
+        match self.phase {
+            Phase::Done => 1.0,
+            Phase::Pending => 0.0,
+            _ => {
+                let by_time = self.spec.runtime.map_or(0.0, |runtime| {
+                    let whole = self.spec.ramp_time.saturating_add(runtime).max(1);
+                    now.saturating_sub(self.started_at) as f64 / whole as f64
+                });
+                let by_bytes = self
+                    .bytes_limit
+                    .map_or(0.0, |limit| self.bytes_issued as f64 / limit.max(1) as f64);
+                let by_count = self
+                    .ios_limit
+                    .map_or(0.0, |limit| self.ios_issued as f64 / limit.max(1) as f64);
+                by_time.max(by_bytes).max(by_count).min(1.0)
+            }
+        }
+    }
+
+    /// The job's queue depth now: `iodepth`, or where the `latency_target` search is.
+    pub fn current_depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// After a completion at `now`: the `latency_target` search judges its window, and the
+    /// job takes the depth it chose (quiescing first when it went down, restarting its
+    /// statistics when the final window begins).
+    fn adjust_depth(&mut self, now: Nanos) {
+        let Some(search) = &mut self.latency else {
+            return;
+        };
+        search.check(now);
+        let depth = search.qd.max(1);
+        let ramped_down = std::mem::take(&mut search.ramped_down);
+        if ramped_down {
+            search.new_window(now);
+        }
+        let reset = std::mem::take(&mut search.reset_stats);
+        self.depth = depth;
+        if ramped_down || reset {
+            self.quiesce(0);
+        }
+        if reset {
+            self.measure_start = now;
+            self.result.reset_stats(now);
+        }
+    }
+
+    /// What the job does next at `now`; `flow_ok` says whether its flow lets it issue
+    /// (fio's `flow_threshold_exceeded`).
+    fn next(&mut self, now: Nanos, flow_ok: bool) -> Step {
         if self.phase != Phase::Running {
             return Step::Wait(None);
         }
@@ -297,9 +470,11 @@ impl JobState {
                 return Step::Wait(None);
             }
             self.quiescing = false;
-            let until = now + self.spec.thinktime;
-            self.thinking_until = Some(until);
-            return Step::Wait(Some(until));
+            if self.pause_after_quiesce > 0 {
+                let until = now + self.pause_after_quiesce;
+                self.thinking_until = Some(until);
+                return Step::Wait(Some(until));
+            }
         }
         if let Some(until) = self.thinking_until {
             if now < until {
@@ -322,7 +497,9 @@ impl JobState {
         }
         let limit_reached = self
             .bytes_limit
-            .is_some_and(|limit| self.bytes_issued >= limit);
+            .is_some_and(|limit| self.bytes_issued >= limit)
+            || self.ios_limit.is_some_and(|limit| self.ios_issued >= limit)
+            || self.latency.as_ref().is_some_and(|search| search.done);
         if limit_reached && self.staged.is_none() {
             self.phase = Phase::Draining;
             return if self.in_flight == 0 {
@@ -330,6 +507,20 @@ impl JobState {
             } else {
                 Step::Wait(None)
             };
+        }
+        if !flow_ok {
+            let sleep = self.spec.flow.map_or(0, |flow| flow.sleep);
+            if sleep > 0 {
+                if self.in_flight == 0 {
+                    let until = now + sleep;
+                    self.thinking_until = Some(until);
+                    return Step::Wait(Some(until));
+                }
+                self.quiesce(sleep);
+                return Step::Wait(None);
+            }
+            self.flow_blocked = true;
+            return Step::Wait(None);
         }
         let io = *self.staged.get_or_insert_with(|| self.generator.next_io());
         let dir = io.dir as usize;
@@ -342,18 +533,162 @@ impl JobState {
                 .checked_div(u128::from(rate))
                 .map(|since| u64::try_from(since).unwrap_or(u64::MAX))
         };
-        if let Some(since) = since_start(self.rate_bytes[dir], self.spec.rate[dir]) {
-            allowed = allowed.max(self.started_at.saturating_add(since));
-        }
-        if let Some(since) = since_start(self.rate_ios[dir], self.spec.rate_iops[dir]) {
-            allowed = allowed.max(self.started_at.saturating_add(since));
+        if self.spec.rate_poisson {
+            // fio's usec_for_io: the rate as I/Os of the smallest block size, and each I/O
+            // an exponential gap after the previous one's turn.
+            let min_bs = self.spec.bs[dir].min().max(1);
+            let iops = if self.spec.rate[dir] > 0 {
+                self.spec.rate[dir] as f64 / min_bs as f64
+            } else {
+                self.spec.rate_iops[dir] as f64
+            };
+            if iops > 0.0 {
+                allowed = allowed.max(self.started_at.saturating_add(self.poisson_next[dir]));
+            }
+        } else {
+            if let Some(since) = since_start(self.rate_bytes[dir], self.spec.rate[dir]) {
+                allowed = allowed.max(self.started_at.saturating_add(since));
+            }
+            if let Some(since) = since_start(self.rate_ios[dir], self.spec.rate_iops[dir]) {
+                allowed = allowed.max(self.started_at.saturating_add(since));
+            }
         }
         if allowed > now {
             return Step::Wait(Some(allowed));
         }
         self.staged = None;
+        if self.spec.rate_poisson {
+            self.draw_poisson_gap(dir);
+        }
         let prio = self.io_prio(io.dir, io.len);
         Step::Issue(io, prio)
+    }
+}
+
+/// fio's `latency_target` search (io_u.c: `lat_target_init`, `lat_target_check`,
+/// `lat_target_success`, `__lat_target_failed`): from depth 1, double the depth after each
+/// window whose I/Os met the target at the percentile, bisect between the last good and the
+/// first bad depth after one that did not; when the depth stops changing, run one more window
+/// at it with fresh statistics, then end the job (unless `latency_run`). With a 100th
+/// percentile, one late I/O fails the depth at once, and one at depth 1 fails the job.
+#[derive(Clone, Debug)]
+struct LatencySearch {
+    target: crate::LatencyTarget,
+    /// The job's `iodepth`, the search's ceiling.
+    iodepth: u32,
+    qd: u32,
+    qd_low: u32,
+    qd_high: u32,
+    /// When the current window began.
+    window_start: Nanos,
+    /// I/Os completed and late in the current window.
+    ios: u64,
+    failed: u64,
+    /// Running the last window at the depth found (`latency_end_run`).
+    end_run: bool,
+    /// The search is over: the job ends (fio's `td->done`).
+    done: bool,
+    /// A late I/O at depth 1 with a 100th percentile: the job fails (`lat_fatal`).
+    fatal: Option<Nanos>,
+    /// The depth changed and the job must quiesce before going on.
+    ramped_down: bool,
+    /// The final window began: statistics restart now.
+    reset_stats: bool,
+}
+
+impl LatencySearch {
+    fn new(target: crate::LatencyTarget, iodepth: u32) -> LatencySearch {
+        LatencySearch {
+            target,
+            iodepth,
+            qd: 1,
+            qd_low: 1,
+            qd_high: iodepth,
+            window_start: 0,
+            ios: 0,
+            failed: 0,
+            end_run: false,
+            done: false,
+            fatal: None,
+            ramped_down: false,
+            reset_stats: false,
+        }
+    }
+
+    fn new_window(&mut self, now: Nanos) {
+        self.window_start = now;
+        self.ios = 0;
+        self.failed = 0;
+    }
+
+    /// An I/O completed after `latency` (fio's `lat_target_failed` when it is late).
+    fn completed(&mut self, latency: Nanos) {
+        self.ios += 1;
+        if latency <= self.target.target {
+            return;
+        }
+        if self.target.percentile >= 100.0 {
+            if self.qd == 1 {
+                self.fatal = Some(latency);
+            } else {
+                self.ramp_down();
+                self.ios = 0;
+                self.failed = 0;
+            }
+        } else {
+            self.failed += 1;
+        }
+    }
+
+    /// `__lat_target_failed`: the depth was too deep.
+    fn ramp_down(&mut self) {
+        if self.qd == 1 {
+            return;
+        }
+        self.qd_high = self.qd;
+        if self.qd == self.qd_low {
+            self.qd_low -= 1;
+        }
+        self.qd = (self.qd + self.qd_low) / 2;
+        self.ramped_down = true;
+    }
+
+    /// `lat_target_check` at `now`: judge the window once it is over.
+    fn check(&mut self, now: Nanos) {
+        if self.done || now.saturating_sub(self.window_start) < self.target.window {
+            return;
+        }
+        let success = if self.ios == 0 {
+            0.0
+        } else {
+            (self.ios - self.failed) as f64 / self.ios as f64 * 100.0
+        };
+        if success >= self.target.percentile {
+            self.success();
+        } else {
+            self.ramp_down();
+        }
+        self.new_window(now);
+    }
+
+    /// `lat_target_success`: the depth met the target.
+    fn success(&mut self) {
+        let before = self.qd;
+        self.qd_low = self.qd;
+        self.qd = if self.qd_high != self.iodepth {
+            (self.qd + self.qd_high) / 2
+        } else {
+            self.qd.saturating_mul(2)
+        }
+        .min(self.iodepth);
+        if self.qd == before {
+            if self.end_run {
+                self.done = !self.target.run;
+            } else {
+                self.end_run = true;
+                self.reset_stats = true;
+            }
+        }
     }
 }
 
@@ -518,6 +853,9 @@ pub fn start<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     job.measure_start = now + job.spec.ramp_time;
     job.result.measure_start = job.measure_start;
     job.deadline = job.spec.runtime.map(|runtime| job.measure_start + runtime);
+    if let Some(search) = &mut job.latency {
+        search.new_window(now);
+    }
     if let Some(deadline) = job.deadline {
         engine.timer(deadline, Timer::Deadline(index));
     }
@@ -547,15 +885,59 @@ pub fn wake<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     }
 }
 
-/// Issues as much I/O as job `index` may issue at `now`.
+/// Whether job `index` may issue under its `flow` (fio's `flow_threshold_exceeded`): its
+/// share of the I/Os its flow's running jobs have issued may not pass its share of their
+/// weights. A job leaves the count when it is done (fio's `flow_exit_job`).
+fn flow_allows(jobs: &[JobState], index: usize) -> bool {
+    let Some(flow) = jobs[index].spec.flow else {
+        return true;
+    };
+    let (mut issued, mut weight) = (0u64, 0u64);
+    for job in jobs {
+        let Some(other) = job.spec.flow else { continue };
+        if other.id == flow.id && matches!(job.phase, Phase::Running | Phase::Draining) {
+            issued += job.flow_issued;
+            weight += u64::from(other.weight);
+        }
+    }
+    if issued == 0 || weight == 0 {
+        return true;
+    }
+    // flow_counter / issued <= weight / total, in integers.
+    u128::from(jobs[index].flow_issued) * u128::from(weight)
+        <= u128::from(flow.weight) * u128::from(issued)
+}
+
+/// Issues as much I/O as job `index` may issue at `now`; then, when it has a flow, lets the
+/// jobs of its flow that were held back go on as far as the flow now allows.
 pub fn pump<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
+    pump_one(engine, index, now);
+    let Some(flow) = engine.jobs()[index].spec.flow else {
+        return;
+    };
+    loop {
+        let jobs = engine.jobs();
+        let waiting = (0..jobs.len()).find(|&other| {
+            jobs[other].flow_blocked
+                && jobs[other].spec.flow.is_some_and(|f| f.id == flow.id)
+                && flow_allows(jobs, other)
+        });
+        let Some(other) = waiting else { return };
+        engine.jobs()[other].flow_blocked = false;
+        pump_one(engine, other, now);
+    }
+}
+
+fn pump_one<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     if engine.jobs()[index].phase == Phase::Verifying {
         engine.pump_own(index, now);
         return;
     }
     loop {
+        let flow_ok = flow_allows(engine.jobs(), index);
         let job = &mut engine.jobs()[index];
-        match job.next(now) {
+        job.flow_blocked = false;
+        match job.next(now, flow_ok) {
             Step::Issue(io, prio) => {
                 job.issued(&io, now);
                 engine.issue(index, io, prio, now);
@@ -584,6 +966,23 @@ pub fn pump<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
 pub fn completed<E: Engine + ?Sized>(engine: &mut E, index: usize, at: Nanos) {
     let job = &mut engine.jobs()[index];
     job.completed();
+    if job.phase == Phase::Running {
+        if let Some(message) = job.check_min_rate(at) {
+            fail(engine, index, libc_eio(), message, at);
+            return;
+        }
+        if let Some(latency) = job.latency.as_mut().and_then(|search| search.fatal.take()) {
+            let target = job.spec.latency_target.map_or(0, |t| t.target);
+            let message = format!(
+                "{}: latency of {latency} nsec exceeds specified max ({target} nsec)",
+                job.spec.name
+            );
+            fail(engine, index, ETIMEDOUT, message, at);
+            return;
+        }
+        job.adjust_depth(at);
+    }
+    let job = &mut engine.jobs()[index];
     match job.phase {
         Phase::Running | Phase::Verifying => pump(engine, index, at),
         Phase::Draining if job.in_flight == 0 => finish(engine, index, at),
@@ -613,6 +1012,15 @@ pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     // The job's time ends with its last completion, past its runtime when I/O was still in
     // flight then, as fio's does.
     job.result.runtime = now.saturating_sub(job.measure_start);
+    let exit = if job.result.error != 0 && job.spec.exitall_on_error {
+        Some(crate::ExitWhat::All)
+    } else {
+        job.spec.exitall
+    };
+    if let Some(what) = exit {
+        terminate(engine, index, what, now);
+    }
+    let jobs = engine.jobs();
     let opened = (index + 1..jobs.len()).find(|&later| {
         jobs[later].phase == Phase::Pending
             && jobs[later].start_at.is_none()
@@ -626,6 +1034,62 @@ pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
             .unwrap_or(jobs.len());
         for starting in later..next_wall {
             schedule_start(engine, starting, now);
+        }
+    }
+}
+
+/// errno of an I/O error, fio's error for a job below its `rate_min`.
+const fn libc_eio() -> i32 {
+    5
+}
+
+/// errno of a timeout, fio's error for a job past its `latency_target` at depth 1.
+const ETIMEDOUT: i32 = 110;
+
+/// Job `index` fails at `now` with `errno` for `message` (fio's `td_verror`): it issues
+/// nothing more and finishes when what is in flight completes.
+fn fail<E: Engine + ?Sized>(engine: &mut E, index: usize, errno: i32, message: String, now: Nanos) {
+    let job = &mut engine.jobs()[index];
+    if job.result.error == 0 {
+        job.result.error = errno;
+        job.result.error_message = Some(message);
+    }
+    job.stop_issuing();
+    if job.in_flight == 0 {
+        finish(engine, index, now);
+    }
+}
+
+/// `exitall` (and `exitall_on_error`) after job `index` finished at `now`: fio's
+/// `fio_terminate_threads` ends the jobs of its group (`exit_what=group`), every running
+/// job (`stonewall`: the next stonewalled group still starts), or every job, started or
+/// not (`all`). A job ended this way stops issuing and finishes as at the end of its runtime.
+fn terminate<E: Engine + ?Sized>(engine: &mut E, index: usize, what: crate::ExitWhat, now: Nanos) {
+    let group = engine.jobs()[index].spec.group_id;
+    for other in 0..engine.jobs().len() {
+        let job = &mut engine.jobs()[other];
+        if other == index || job.phase == Phase::Done {
+            continue;
+        }
+        let chosen = match what {
+            crate::ExitWhat::Group => job.spec.group_id == group,
+            crate::ExitWhat::Stonewall => job.phase != Phase::Pending,
+            crate::ExitWhat::All => true,
+        };
+        if !chosen {
+            continue;
+        }
+        if job.phase == Phase::Pending {
+            // Never started: it ends without I/O (its start, if set, finds it done).
+            job.phase = Phase::Done;
+            job.start_at = None;
+            continue;
+        }
+        if matches!(job.phase, Phase::Running | Phase::Verifying) {
+            job.stop_issuing();
+        }
+        if job.in_flight == 0 {
+            finish(engine, other, now);
         }
     }
 }
@@ -679,7 +1143,7 @@ mod tests {
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
     enum Event {
         Timer(usize, u8),
-        Complete(usize, bool, u64),
+        Complete(usize, bool, u64, Nanos),
     }
 
     /// An engine whose every I/O takes [`LATENCY`], run by a small event loop: the driver as
@@ -694,6 +1158,9 @@ mod tests {
         prios: Vec<IoPrio>,
         /// The kind of every sync submitted.
         kinds: Vec<SyncKind>,
+        /// An I/O takes LATENCY times the job's I/Os in flight when it is issued (a device
+        /// that serves one at a time), instead of LATENCY.
+        queueing: bool,
     }
 
     impl Fake {
@@ -720,6 +1187,7 @@ mod tests {
                 submitted: Vec::new(),
                 kinds: Vec::new(),
                 prios: Vec::new(),
+                queueing: false,
             }
         }
 
@@ -735,7 +1203,7 @@ mod tests {
                     Event::Timer(index, 0) => start(self, index, now),
                     Event::Timer(index, 1) => deadline(self, index, now),
                     Event::Timer(index, _) => wake(self, index, now),
-                    Event::Complete(index, flush, bytes) => {
+                    Event::Complete(index, flush, bytes, created) => {
                         let issued = Issued {
                             job: index,
                             dir: DataDir::Write,
@@ -743,8 +1211,8 @@ mod tests {
                             bytes,
                             offset: 0,
                             prio: IoPrio::NONE,
-                            created: now - LATENCY,
-                            admitted: now - LATENCY,
+                            created,
+                            admitted: created,
                         };
                         self.jobs[index].record(&issued, now);
                         completed(self, index, now);
@@ -774,13 +1242,18 @@ mod tests {
         fn issue(&mut self, index: usize, io: NextIo, prio: IoPrio, now: Nanos) {
             self.prios.push(prio);
             self.submitted.push((index, now, false, false));
-            self.push(now + LATENCY, Event::Complete(index, false, io.len));
+            let latency = if self.queueing {
+                LATENCY * Nanos::from(self.jobs[index].in_flight)
+            } else {
+                LATENCY
+            };
+            self.push(now + latency, Event::Complete(index, false, io.len, now));
         }
         fn flush(&mut self, index: usize, now: Nanos, kind: SyncKind) -> u32 {
             self.kinds.push(kind);
             self.submitted
                 .push((index, now, true, kind == SyncKind::End));
-            self.push(now + LATENCY, Event::Complete(index, true, 0));
+            self.push(now + LATENCY, Event::Complete(index, true, 0, now));
             1
         }
         fn timer(&mut self, at: Nanos, timer: Timer) {
@@ -922,5 +1395,128 @@ mod tests {
             "{share} of {}",
             fake.prios.len()
         );
+    }
+
+    // Proves number_ios ends a job after that many I/Os per loop (fio's exceeds_number_ios),
+    // before its size would.
+    #[test]
+    fn number_ios_ends_the_job() {
+        let mut fake = Fake::new("[r]\nrw=read\nbs=4k\nsize=1m\nnumber_ios=10\nloops=2\n");
+        fake.run();
+        assert_eq!(fake.times(0).len(), 20);
+    }
+
+    // Proves exitall ends the jobs of the finished job's group (exit_what=group), and every
+    // job with exit_what=all, as fio_terminate_threads.
+    #[test]
+    fn exitall_ends_the_group_or_all() {
+        let text = "[global]\nrw=read\nbs=4k\nexitall\nexit_what=WHAT\n\
+                    [a]\nsize=8k\n[b]\nruntime=1\ntime_based=1\n\
+                    [c]\nnew_group\nruntime=1\ntime_based=1\n";
+        let mut group = Fake::new(&text.replace("WHAT", "group"));
+        group.run();
+        assert_eq!(group.times(0).len(), 2);
+        assert!(group.times(1).len() <= 3, "b ends with a");
+        assert_eq!(
+            group.times(2).len(),
+            1000,
+            "c, another group, runs its second"
+        );
+        let mut all = Fake::new(&text.replace("WHAT", "all"));
+        all.run();
+        assert!(all.times(1).len() <= 3 && all.times(2).len() <= 3);
+        assert!(all.jobs[2].result.runtime < 5 * MS);
+    }
+
+    // Proves rate_min fails a job that does less over a rate_cycle, after fio's two-second
+    // settling, with EIO and a message; a job above it is left alone.
+    #[test]
+    fn rate_min_fails_a_slow_job() {
+        let job = "[r]\nrw=read\nbs=4k\nrate_iops=10\nruntime=10\ntime_based=1\nrate_min=MIN\n";
+        let mut slow = Fake::new(&job.replace("MIN", "80k"));
+        slow.run();
+        let result = &slow.jobs[0].result;
+        assert_eq!(result.error, 5);
+        let message = result.error_message.as_deref().unwrap();
+        assert!(message.contains("rate_min=81920B/s not met"), "{message}");
+        assert!(result.runtime > 2 * SECOND && result.runtime < 4 * SECOND);
+        let mut fast = Fake::new(&job.replace("MIN", "20k"));
+        fast.run();
+        assert_eq!(fast.jobs[0].result.error, 0);
+        assert_eq!(fast.times(0).len(), 100);
+    }
+
+    // Proves flow=1 and flow=3 in one flow_id share the I/O 1:3 (fio's weighted
+    // flow_threshold_exceeded), where alone each would issue as fast as the other.
+    #[test]
+    fn flow_weights_share_the_io() {
+        let mut fake = Fake::new(
+            "[global]\nrw=read\nbs=4k\nruntime=1\ntime_based=1\n\
+             [a]\nflow=1\n[b]\nflow=3\n[c]\nflow=5\nflow_id=2\n",
+        );
+        fake.run();
+        let (a, b, c) = (
+            fake.times(0).len(),
+            fake.times(1).len(),
+            fake.times(2).len(),
+        );
+        assert_eq!(b, 1000, "the heavier job is never held back");
+        assert!((a as f64 / b as f64 - 1.0 / 3.0).abs() < 0.01, "{a} vs {b}");
+        assert_eq!(c, 1000, "alone in its flow");
+    }
+
+    // Proves the latency_target search: on a device whose latency grows with the depth
+    // (1 ms per I/O in flight), a 4.5 ms target met by 90% of each window's I/Os doubles the
+    // depth to 8, bisects back to 4, runs one more window there with fresh statistics, and
+    // ends the job long before its runtime (latency_run=0). At the 100th percentile one late
+    // I/O at depth 1 fails the job (ETIMEDOUT), as fio's lat_fatal.
+    #[test]
+    fn latency_target_finds_the_depth() {
+        let mut fake = Fake::new(
+            "[r]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=64\nruntime=100\n\
+             time_based=1\nlatency_target=4500\nlatency_window=100000\n\
+             latency_percentile=90\n",
+        );
+        fake.queueing = true;
+        fake.run();
+        let job = &fake.jobs[0];
+        assert_eq!(job.current_depth(), 4);
+        assert_eq!(job.result.error, 0);
+        let result = job.result.dir(DataDir::Write);
+        assert!(result.total_ios > 80, "{}", result.total_ios);
+        assert!(
+            job.result.runtime < 200 * MS,
+            "only the final window is counted"
+        );
+        assert!(fake.submitted.last().unwrap().1 < SECOND);
+
+        let mut strict = Fake::new(
+            "[r]\nrw=randread\nbs=4k\nioengine=libaio\niodepth=8\nruntime=10\n\
+             time_based=1\nlatency_target=500\n",
+        );
+        strict.run();
+        assert_eq!(strict.jobs[0].result.error, ETIMEDOUT);
+        assert_eq!(strict.times(0).len(), 1);
+    }
+
+    // Proves rate_process=poisson keeps the mean rate with exponential gaps: about rate_iops
+    // I/Os a second, and unequal gaps where the linear process spaces them evenly.
+    #[test]
+    fn poisson_rate_keeps_the_mean() {
+        let mut fake = Fake::new(
+            "[r]\nrw=read\nbs=4k\nioengine=libaio\niodepth=16\nrate_iops=200\n\
+             rate_process=poisson\nruntime=50\ntime_based=1\n",
+        );
+        fake.run();
+        let times = fake.times(0);
+        assert!(
+            (times.len() as f64 / 10_000.0 - 1.0).abs() < 0.03,
+            "{}",
+            times.len()
+        );
+        let gaps: Vec<Nanos> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        let short = gaps.iter().filter(|g| **g < 5 * MS / 2).count() as f64 / gaps.len() as f64;
+        // P(exponential gap < half its mean) = 1 - e^-0.5 = 0.39.
+        assert!((short - 0.39).abs() < 0.03, "{short}");
     }
 }

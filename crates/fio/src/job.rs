@@ -299,6 +299,9 @@ pub enum Engine {
         /// The engine name as written.
         name: String,
     },
+    /// fio's `null` engine: every I/O completes as soon as it is queued, without touching a
+    /// file or the device (engines/null.c); up to `iodepth` in flight.
+    Null,
 }
 
 impl Engine {
@@ -306,12 +309,18 @@ impl Engine {
     pub fn name(&self) -> &str {
         match self {
             Engine::Sync { name } | Engine::Async { name } => name,
+            Engine::Null => "null",
         }
     }
 
     /// Whether several I/Os may be in flight at once.
     pub fn is_async(&self) -> bool {
-        matches!(self, Engine::Async { .. })
+        matches!(self, Engine::Async { .. } | Engine::Null)
+    }
+
+    /// Whether it is fio's `null` engine: no file and no device is touched.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Engine::Null)
     }
 }
 
@@ -375,6 +384,45 @@ pub enum Fadvise {
     Noreuse,
 }
 
+/// Which jobs `exitall` ends when a job finishes (fio's `exit_what`, `fio_terminate_threads`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitWhat {
+    /// The jobs of the finished job's reporting group (`group`, the default).
+    Group,
+    /// Every job running at that moment; the next stonewalled group still starts
+    /// (`stonewall`).
+    Stonewall,
+    /// Every job, also those not started yet (`all`).
+    All,
+}
+
+/// fio's `latency_target` search (io_u.c, `lat_target_*`): the job looks for the deepest
+/// queue whose completions meet `target` at `percentile` over each `window`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LatencyTarget {
+    /// Latency an I/O must not exceed (`latency_target`), ns.
+    pub target: Nanos,
+    /// Time spent at each queue depth before judging it (`latency_window`), ns.
+    pub window: Nanos,
+    /// Share of a window's I/Os that must meet the target, percent (`latency_percentile`).
+    pub percentile: f64,
+    /// Keep adjusting the depth for the whole run instead of ending once the depth is found
+    /// (`latency_run`).
+    pub run: bool,
+}
+
+/// fio's `flow`: weighted flow control between the jobs that share a `flow_id` (flow.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flow {
+    /// The job's weight in its flow (`flow`, 1 to 1000).
+    pub weight: u32,
+    /// Which flow (`flow_id`, default 0).
+    pub id: u32,
+    /// Time a job ahead of its share sleeps, after its I/O in flight completes
+    /// (`flow_sleep`, microseconds in fio), ns; 0 waits until the others catch up.
+    pub sleep: Nanos,
+}
+
 /// One job clone, fully resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobSpec {
@@ -400,9 +448,11 @@ pub struct JobSpec {
     /// For random modes, how many I/Os go sequentially before a new random offset (`rw=randread:8`,
     /// fio's `ddir_seq_nr`). Always 1 for sequential modes. Default 1.
     pub rw_sequencer_nr: u32,
-    /// For sequential modes, bytes skipped after each I/O, making sequential I/O with holes
-    /// (`rw=write:4k`, fio's `ddir_seq_add`). Always 0 for random modes. Default 0.
-    pub rw_skip_bytes: u64,
+    /// For sequential modes, bytes added to the offset after each I/O: holes when positive
+    /// (`rw=write:4k`), backwards I/O when negative (`rw=read:-8k`, which with `bs=4k` reads
+    /// block after block from the end down); fio's `ddir_seq_add`. Always 0 for random
+    /// modes. Default 0.
+    pub rw_skip_bytes: i64,
     /// Percentage of mixed I/O that reads (`rwmixread`; `rwmixwrite` sets 100 minus it).
     pub rwmixread: u32,
     /// Block size choice for read, write and trim (`bs`, `bsrange`, `bssplit`).
@@ -417,6 +467,9 @@ pub struct JobSpec {
     pub size: Option<Amount>,
     /// Bytes of I/O before the job ends (`io_size`, `io_limit`), if not `size`.
     pub io_size: Option<u64>,
+    /// I/Os (times `loops`) after which the job ends, if it has not ended before
+    /// (`number_ios`; fio's `exceeds_number_ios`).
+    pub number_ios: Option<u64>,
     /// Start of the job's region within the file (`offset`).
     pub offset: Amount,
     /// Added to `offset` for each clone (`offset_increment`).
@@ -452,6 +505,24 @@ pub struct JobSpec {
     pub rate: [u64; 3],
     /// IOPS cap per direction (`rate_iops`); 0 is unlimited.
     pub rate_iops: [u64; 3],
+    /// Issue at the rate's mean with exponential gaps, a Poisson process
+    /// (`rate_process=poisson`), instead of evenly (`linear`, the default).
+    pub rate_poisson: bool,
+    /// Least bandwidth per direction in bytes/s (`rate_min`); a job below it over a
+    /// `rate_cycle` ends with an error, as fio's `check_min_rate`. 0: none.
+    pub rate_min: [u64; 3],
+    /// Least IOPS per direction (`rate_iops_min`), checked as `rate_min`. 0: none.
+    pub rate_iops_min: [u64; 3],
+    /// The window `rate_min` and `rate_iops_min` are averaged over (`rate_cycle`, ms).
+    pub rate_cycle: Nanos,
+    /// The queue depth search for a latency target (`latency_target`), if set.
+    pub latency_target: Option<LatencyTarget>,
+    /// Weighted flow control with other jobs (`flow`), if set.
+    pub flow: Option<Flow>,
+    /// When this job finishes, end others (`exitall`, with `exit_what`).
+    pub exitall: Option<ExitWhat>,
+    /// When this job fails, end every other job (`exitall_on_error`).
+    pub exitall_on_error: bool,
 
     /// Stop after this long (`runtime`).
     pub runtime: Option<Nanos>,
@@ -585,6 +656,7 @@ impl JobSpec {
             filenames: vec![format!("{name}.0.0")],
             size: None,
             io_size: None,
+            number_ios: None,
             offset: Amount::Bytes(0),
             offset_increment: 0,
             loops: 1,
@@ -603,6 +675,14 @@ impl JobSpec {
             thinktime_blocks: 1,
             rate: [0; 3],
             rate_iops: [0; 3],
+            rate_poisson: false,
+            rate_min: [0; 3],
+            rate_iops_min: [0; 3],
+            rate_cycle: 1_000_000_000,
+            latency_target: None,
+            flow: None,
+            exitall: None,
+            exitall_on_error: false,
             runtime: None,
             time_based: false,
             ramp_time: 0,

@@ -19,8 +19,8 @@ pub mod stats;
 pub mod workload;
 
 pub use job::{
-    Amount, BlockSize, CmdPrio, CmdPrioShare, DataDir, Engine, ErrorHandling, ErrorKind, JobFile,
-    JobSpec, Location, Note, RwMode, SyncFileRange, Verify,
+    Amount, BlockSize, CmdPrio, CmdPrioShare, DataDir, Engine, ErrorHandling, ErrorKind, ExitWhat,
+    Flow, JobFile, JobSpec, LatencyTarget, Location, Note, RwMode, SyncFileRange, Verify,
 };
 pub use report::{DiskAccounting, DiskUtil, Parameter, RunReport};
 pub use stats::{DirStats, JobResult, Latency, TimeSeries};

@@ -487,6 +487,8 @@ pub struct JobResult {
     pub iodepth_levels: [u64; IODEPTH_LEVELS],
     /// Non-zero if the job failed (fio's `error`).
     pub error: i32,
+    /// Why, when the driver ended the job (fio's message on stderr, e.g. `rate_min` not met).
+    pub error_message: Option<String>,
     /// Whether `continue_on_error` is set: fio then reports `total_err` and `first_error`.
     pub counts_errors: bool,
     /// Non-fatal errors the job went on after (fio's `total_err_count`).
@@ -522,6 +524,7 @@ impl JobResult {
             measure_start: 0,
             iodepth_levels: [0; IODEPTH_LEVELS],
             error: 0,
+            error_message: None,
             counts_errors: spec.errors.reports_counts(),
             total_err: 0,
             first_error: 0,
@@ -537,6 +540,15 @@ impl JobResult {
             log: None,
             device_time: 0,
         }
+    }
+
+    /// Forgets what was measured so far and counts from `now` on (fio's `reset_all_stats`,
+    /// as the `latency_target` search does before its final run at the depth it found).
+    pub fn reset_stats(&mut self, now: Nanos) {
+        self.dirs = std::array::from_fn(|_| DirStats::new(DEFAULT_SAMPLE_INTERVAL));
+        self.sync = Latency::new();
+        self.iodepth_levels = [0; IODEPTH_LEVELS];
+        self.measure_start = now;
     }
 
     /// Opens the log files the job asked for (none when it asked for none), relative to the

@@ -45,7 +45,8 @@ pub struct NextIo {
 #[derive(Clone, Debug)]
 struct FileState {
     region: Region,
-    /// Sequential position per direction, relative to the region start.
+    /// Sequential position per direction, relative to the region start: where the last I/O
+    /// ended (fio's `last_pos`), 0 before the first.
     position: [u64; 3],
     /// Random map: the current pass's permutation of blocks and how far along it we are.
     map: Option<(Permutation, u64)>,
@@ -61,6 +62,8 @@ pub struct Generator {
     norandommap: bool,
     distribution: RandomDistribution,
     sequencer_nr: u32,
+    /// Added to the offset after each sequential I/O (`rw=read:4k`, `rw=read:-8k`).
+    skip: i64,
     files: Vec<FileState>,
     next_file: usize,
     /// I/Os left to issue sequentially after a random offset (`rw=randread:N`).
@@ -104,6 +107,11 @@ impl Generator {
             norandommap: job.norandommap,
             distribution: job.random_distribution.clone(),
             sequencer_nr: job.rw_sequencer_nr.max(1),
+            skip: if job.rw.is_random() {
+                0
+            } else {
+                job.rw_skip_bytes
+            },
             files: regions
                 .iter()
                 .map(|&region| FileState {
@@ -181,12 +189,32 @@ impl Generator {
         io
     }
 
+    /// The next sequential offset, as fio's `get_next_seq_offset`: where the last I/O ended,
+    /// plus the skip of `rw=read:N` (not before the first I/O); a backwards job starts from
+    /// the end of the region; past either end it wraps, a backwards job to the end.
     fn sequential(&mut self, file_index: usize, dir: DataDir, len: u64) -> NextIo {
+        let skip = self.skip;
         let file = &mut self.files[file_index];
         let len = len.min(file.region.len);
+        let region_len = file.region.len;
         let mut position = file.position[dir as usize];
-        if position + len > file.region.len {
-            position = 0;
+        if skip < 0 && position == 0 {
+            position = region_len;
+        }
+        if skip != 0 && position != 0 {
+            let moved = i128::from(position) + i128::from(skip);
+            let fits = |at: i128| at >= 0 && at + i128::from(len) <= i128::from(region_len);
+            let wrapped = if fits(moved) {
+                moved
+            } else if skip > 0 {
+                0
+            } else {
+                (i128::from(region_len) + i128::from(skip)).max(0)
+            };
+            position = u64::try_from(wrapped).unwrap_or(0);
+        }
+        if position + len > region_len {
+            position = if skip < 0 { region_len - len } else { 0 };
         }
         file.position[dir as usize] = position + len;
         NextIo {
@@ -339,6 +367,23 @@ mod tests {
         let mut g = generator(RwMode::Read, region, |_| {});
         let offsets: Vec<u64> = (0..4).map(|_| g.next_io().offset).collect();
         assert_eq!(offsets, vec![8192, 12288, 16384, 8192]);
+    }
+
+    // Proves rw=read:-8k with 4 KiB blocks reads the region block by block from the end
+    // down and wraps to the end, and rw=write:4k leaves a 4 KiB hole after every block, as
+    // fio's get_next_seq_offset.
+    #[test]
+    fn holes_and_backwards() {
+        let region = Region {
+            start: 8192,
+            len: 4 * 4096,
+        };
+        let mut g = generator(RwMode::Read, region, |job| job.rw_skip_bytes = -8192);
+        let offsets: Vec<u64> = (0..6).map(|_| g.next_io().offset - region.start).collect();
+        assert_eq!(offsets, vec![8192, 4096, 0, 8192, 4096, 0]);
+        let mut g = generator(RwMode::Write, region, |job| job.rw_skip_bytes = 4096);
+        let offsets: Vec<u64> = (0..4).map(|_| g.next_io().offset - region.start).collect();
+        assert_eq!(offsets, vec![0, 8192, 0, 8192]);
     }
 
     // Proves rwmixread and bssplit shares come out near what was asked.

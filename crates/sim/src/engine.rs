@@ -67,6 +67,10 @@ pub struct SimConfig {
     /// Where to store the simulated time reached (ns) as the run goes, every few thousand
     /// events, for a progress display on another thread. Reading it changes nothing.
     pub progress: Option<Arc<AtomicU64>>,
+    /// Where to store, as often, the share of the jobs' work done in parts per million (the
+    /// mean of [`JobState::done_fraction`] over the jobs), for an ETA when the jobs' time is
+    /// not known beforehand (jobs that end by size).
+    pub progress_done: Option<Arc<AtomicU64>>,
 }
 
 pub use iosched_core::group::GroupSetting;
@@ -83,12 +87,14 @@ impl Default for SimConfig {
             group_settings: Vec::new(),
             write_logs: false,
             progress: None,
+            progress_done: None,
         }
     }
 }
 
-/// Device dispatches between stores of the simulated time into [`SimConfig::progress`].
-const PROGRESS_EVERY: u64 = 1024;
+/// Events between stores of the simulated time into [`SimConfig::progress`] (and of the work
+/// done into [`SimConfig::progress_done`]).
+const PROGRESS_EVERY: u64 = 4096;
 
 /// The host's own tunables, set with `--set` like the queue's.
 pub const HOST_TUNABLES: &[TunableSpec] = &[
@@ -227,6 +233,10 @@ fn host_tunable(name: &str) -> usize {
 const CACHE_HIT_NS: Nanos = 1_500;
 const COPY_BYTES_PER_NS: u64 = 4;
 
+/// One I/O of fio's `null` engine, which completes it as soon as it is queued: fio 3.33 on
+/// this machine, `ioengine=null bs=4k rw=randread`, 2.7 M IOPS with a mean latency of 90 ns.
+const NULL_IO_NS: Nanos = 100;
+
 /// The logical block size of the simulated devices: direct I/O must use whole blocks.
 const LOGICAL_BLOCK: u64 = 512;
 
@@ -350,6 +360,9 @@ pub struct Simulation {
     seed: u64,
     time_limit: Nanos,
     progress: Option<Arc<AtomicU64>>,
+    progress_done: Option<Arc<AtomicU64>>,
+    /// Events handled, for the progress stores.
+    events_handled: u64,
     groups: Groups,
     notes: Vec<String>,
     /// Total original requests issued and completed, for the exactly-once invariant.
@@ -689,6 +702,8 @@ impl Simulation {
             seed: config.seed,
             time_limit,
             progress: config.progress.clone(),
+            progress_done: config.progress_done.clone(),
+            events_handled: 0,
             groups,
             notes,
             issued_total: 0,
@@ -817,9 +832,15 @@ impl Simulation {
                 return Err(self.runaway());
             }
             self.now = time;
-            if let Some(progress) = &self.progress {
-                if self.dispatches % PROGRESS_EVERY == 0 {
+            self.events_handled += 1;
+            if self.events_handled % PROGRESS_EVERY == 0 {
+                if let Some(progress) = &self.progress {
                     progress.store(time, Ordering::Relaxed);
+                }
+                if let Some(done) = &self.progress_done {
+                    let jobs = self.jobs.len().max(1) as f64;
+                    let sum: f64 = self.jobs.iter().map(|job| job.done_fraction(time)).sum();
+                    done.store((sum / jobs * 1e6) as u64, Ordering::Relaxed);
                 }
             }
             match event {
@@ -941,8 +962,21 @@ impl Simulation {
         )
     }
 
+    /// Completes an I/O or sync of a `null`-engine job [`NULL_IO_NS`] from now, touching
+    /// neither the page cache nor the device (fio's engines/null.c); it goes the way of a
+    /// page cache hit without being counted as one.
+    fn complete_null(&mut self, issued: Issued) {
+        let id = self.copy_record(issued);
+        self.events
+            .push(self.now + NULL_IO_NS, Event::CacheDone(id));
+    }
+
     /// Submits `io` of job `index` with `prio` (the driver has counted it).
     fn submit_io(&mut self, index: usize, io: NextIo, prio: IoPrio) {
+        if self.jobs[index].spec.engine.is_null() {
+            self.complete_null(Issued::io(index, &io, prio, self.now));
+            return;
+        }
         let own = &mut self.own[index];
         if own.loop_bytes > 0 && own.since_open >= own.loop_bytes {
             own.since_open = 0;
@@ -1528,6 +1562,11 @@ impl driver::Engine for Simulation {
     }
 
     fn flush(&mut self, index: usize, _now: Nanos, kind: SyncKind) -> u32 {
+        if self.jobs[index].spec.engine.is_null() {
+            let issued = Issued::flush(index, self.job_prio(index), self.now);
+            self.complete_null(issued);
+            return 1;
+        }
         match kind {
             SyncKind::Range(flags) => return u32::from(self.sync_file_range(index, flags)),
             _ if self.writes_buffered(index) => self.buffered_fsync(index),

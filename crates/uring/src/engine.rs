@@ -169,6 +169,13 @@ fn check_job(job: &JobSpec) -> Result<(), UringError> {
             ),
         ));
     }
+    if job.engine.is_null() {
+        return Err(UringError::job(
+            job,
+            "ioengine=null: refused by the real engine, which opens and reads real files; \
+             the simulator runs it (iosched run without --engine real)",
+        ));
+    }
     if job.time_based && job.runtime.is_none() {
         return Err(UringError::job(job, "time_based needs a runtime"));
     }

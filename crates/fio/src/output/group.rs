@@ -507,6 +507,7 @@ mod tests {
             measure_start: 0,
             iodepth_levels: [0; IODEPTH_LEVELS],
             error: 0,
+            error_message: None,
             counts_errors: false,
             total_err: 0,
             first_error: 0,

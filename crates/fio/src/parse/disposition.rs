@@ -52,8 +52,7 @@ const PAGE_CACHE: &str = "accepted without effect: the page cache does not model
 const CLOCK: &str = "no meaning in simulation: time is simulated and every latency is measured";
 const REPORTING: &str = "accepted without effect: iosched's reports and logs do not offer this \
                          fio reporting variant";
-const ERRORS: &str = "not modelled: a job's fatal error does not stop the other jobs, and no \
-                      error dump is written";
+const ERRORS: &str = "accepted without effect: iosched writes no error dump";
 const SUBMISSION: &str = "no meaning in simulation: how the engine batches, polls or registers \
                           its system calls does not change the I/O the device sees";
 const COMMANDS: &str = "not run in simulation: iosched does not execute commands from job files";
@@ -68,14 +67,9 @@ const WITHOUT_ZONES: &str =
 const WITHOUT_PLACEMENT: &str =
     "accepted without effect: placement options apply only with fdp=1 or a dataplacement";
 const WITHOUT_SPRANDOM: &str = "accepted without effect: applies only with sprandom=1";
-const WITHOUT_LATENCY_TARGET: &str = "accepted without effect: applies only with latency_target";
-const WITHOUT_RATE_MIN: &str = "accepted without effect: applies only with rate_min or \
-                                rate_iops_min";
 const WITHOUT_IOLOG: &str = "accepted without effect: applies only when replaying an I/O log \
                              (read_iolog), which iosched does not support";
 const WITHOUT_STEADYSTATE: &str = "accepted without effect: applies only with steadystate_duration";
-const WITHOUT_FLOW: &str = "accepted without effect: applies only with flow";
-const WITHOUT_EXITALL: &str = "accepted without effect: applies only with exitall";
 const WITHOUT_SEQUENCE: &str =
     "accepted without effect: applies only with random_distribution=sequence";
 const WRITE_HINT: &str =
@@ -99,24 +93,15 @@ const ZONES: &str = "zoned I/O (zonemode strided or zbd) is not modelled";
 const PLACEMENT: &str = "data placement (FDP, streams) is not modelled";
 const SPRANDOM: &str = "SanDisk pseudo-random preconditioning (sprandom) is not modelled";
 const TRIM_VERIFY: &str = "trimming verified blocks (trim_percentage) is not modelled";
-const NUMBER_IOS: &str = "ending a job after a number of I/Os is not modelled; use io_size";
 const MULTI_RANGE_TRIM: &str = "multi-range trims are not modelled";
 const LOCKFILE: &str = "file locking between jobs is not modelled";
-const SUBMIT_OFFLOAD: &str = "io_submit_mode=offload is not modelled";
 const THINKTIME_VARIANTS: &str = "only thinktime counted in completed I/Os is modelled \
                                   (thinktime_blocks_type=complete, no thinktime_iotime, no \
                                   thinkcycles)";
-const RATE_PROCESS: &str = "only fio's linear rate process is modelled";
-const RATE_MIN: &str = "fio ends a job that falls below rate_min/rate_iops_min; the simulator \
-                        does not";
 const RATE_THINKTIME: &str = "rate_ignore_thinktime is not modelled";
-const LATENCY_TARGET: &str = "searching for the queue depth that meets a latency target is not \
-                              modelled";
 const MAX_LATENCY: &str = "fio ends a job whose latency exceeds max_latency; the simulator does \
                            not";
 const STEADYSTATE: &str = "ending a job when it reaches steady state is not modelled";
-const FLOW: &str = "fio's flow control between jobs is not modelled";
-const EXITALL: &str = "ending every job when one finishes is not modelled";
 const PERCENTAGE_RANDOM: &str = "mixing sequential and random offsets in one job is not modelled";
 const FILE_SERVICE: &str = "only round-robin service of a job's files is modelled";
 const BS_VARIANTS: &str =
@@ -224,6 +209,22 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "cgroup",
             "cgroup_weight",
             "kb_base",
+            "number_ios",
+            "io_submit_mode",
+            "rate_min",
+            "rate_iops_min",
+            "rate_cycle",
+            "latency_target",
+            "latency_window",
+            "latency_percentile",
+            "latency_run",
+            "flow",
+            "flow_id",
+            "flow_sleep",
+            "exitall",
+            "exit_what",
+            "exitall_on_error",
+            "rate_process",
         ],
     ),
     (
@@ -352,7 +353,7 @@ static GROUPS: &[(Disposition, &[&str])] = &[
         ],
     ),
     (Noted(IOLOG_OUT), &["write_iolog"]),
-    (Noted(ERRORS), &["exitall_on_error", "error_dump"]),
+    (Noted(ERRORS), &["error_dump"]),
     (Noted(BARRIER), &["write_barrier"]),
     (Noted(FUA), &["readfua", "writefua"]),
     (
@@ -410,11 +411,6 @@ static GROUPS: &[(Disposition, &[&str])] = &[
         &["spr_num_regions", "spr_op", "spr_cs"],
     ),
     (
-        Noted(WITHOUT_LATENCY_TARGET),
-        &["latency_window", "latency_percentile", "latency_run"],
-    ),
-    (Noted(WITHOUT_RATE_MIN), &["rate_cycle"]),
-    (
         Noted(WITHOUT_IOLOG),
         &[
             "read_iolog_chunked",
@@ -436,36 +432,24 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "steadystate_check_interval",
         ],
     ),
-    (Noted(WITHOUT_FLOW), &["flow_id", "flow_sleep"]),
-    (Noted(WITHOUT_EXITALL), &["exit_what"]),
     (Noted(WITHOUT_SEQUENCE), &["random_sequence_stride"]),
     (Noted(WRITE_HINT), &["write_hint"]),
     (RefusedUnlessDefault(ZONES), &["zonemode", "zonesize"]),
     (RefusedUnlessDefault(PLACEMENT), &["fdp", "dataplacement"]),
     (RefusedUnlessDefault(SPRANDOM), &["sprandom"]),
     (RefusedUnlessDefault(TRIM_VERIFY), &["trim_percentage"]),
-    (RefusedUnlessDefault(NUMBER_IOS), &["number_ios"]),
     (RefusedUnlessDefault(MULTI_RANGE_TRIM), &["num_range"]),
     (RefusedUnlessDefault(LOCKFILE), &["lockfile"]),
-    (RefusedUnlessDefault(SUBMIT_OFFLOAD), &["io_submit_mode"]),
     (
         RefusedUnlessDefault(THINKTIME_VARIANTS),
         &["thinktime_blocks_type", "thinktime_iotime", "thinkcycles"],
-    ),
-    (RefusedUnlessDefault(RATE_PROCESS), &["rate_process"]),
-    (
-        RefusedUnlessDefault(RATE_MIN),
-        &["rate_min", "rate_iops_min"],
     ),
     (
         RefusedUnlessDefault(RATE_THINKTIME),
         &["rate_ignore_thinktime"],
     ),
-    (RefusedUnlessDefault(LATENCY_TARGET), &["latency_target"]),
     (RefusedUnlessDefault(MAX_LATENCY), &["max_latency"]),
     (RefusedUnlessDefault(STEADYSTATE), &["steadystate_duration"]),
-    (RefusedUnlessDefault(FLOW), &["flow"]),
-    (RefusedUnlessDefault(EXITALL), &["exitall"]),
     (
         RefusedUnlessDefault(PERCENTAGE_RANDOM),
         &["percentage_random"],

@@ -23,7 +23,10 @@ use super::settings::{split_colon_list, Setting, Settings, Size, Value};
 use super::table::Scope;
 use super::ParseError;
 use crate::job::{CmdPrio, CmdPrioShare, Fadvise, RandomDistribution, DEFAULT_PERCENTILES};
-use crate::{Amount, BlockSize, Engine, JobSpec, Location, Note, SyncFileRange, Verify};
+use crate::{
+    Amount, BlockSize, Engine, ExitWhat, Flow, JobSpec, LatencyTarget, Location, Note,
+    SyncFileRange, Verify,
+};
 use iosched_core::{IoPrio, IoPrioClass, Nanos};
 
 /// fio's limit on jobs in one run (`REAL_MAX_JOBS`), counting clones.
@@ -303,6 +306,7 @@ impl Resolver<'_> {
         self.region(&mut spec)?;
         self.issue(&mut spec, notes)?;
         self.timing(&mut spec, notes)?;
+        self.control(&mut spec, notes)?;
         self.identity(&mut spec, display_name, notes)?;
 
         let numjobs = self.int("numjobs").unwrap_or(1);
@@ -343,11 +347,14 @@ impl Resolver<'_> {
         if ASYNC_ENGINES.contains(&name.as_str()) {
             return Ok(Engine::Async { name });
         }
+        if name == "null" {
+            return Ok(Engine::Null);
+        }
         Err(self.error(
             "ioengine",
             format!(
-                "ioengine \"{name}\": refused: the simulator supports only the sync ({}) and \
-                 async ({}) engine families",
+                "ioengine \"{name}\": refused: iosched runs the sync ({}), async ({}) and null \
+                 engines",
                 SYNC_ENGINES.join(", "),
                 ASYNC_ENGINES.join(", ")
             ),
@@ -599,6 +606,7 @@ impl Resolver<'_> {
             spec.rate[direction] = rate[direction].map_or(0, to_u64);
             spec.rate_iops[direction] = rate_iops[direction].map_or(0, to_u64);
         }
+        spec.rate_poisson = self.text("rate_process") == Some("poisson");
         if spec.rate.iter().any(|r| *r > 0) && spec.rate_iops.iter().any(|r| *r > 0) {
             return Err(self.error(
                 "rate_iops",
@@ -653,6 +661,114 @@ impl Resolver<'_> {
         }
         self.cmdprio(spec)?;
         self.errors(spec)
+    }
+
+    /// What ends a job or holds it back besides its size and runtime: `number_ios`,
+    /// `rate_min`/`rate_iops_min` over `rate_cycle`, the `latency_target` search, `flow`,
+    /// `exitall` with `exit_what`, `exitall_on_error`; and `io_submit_mode`.
+    fn control(&self, spec: &mut JobSpec, notes: &mut Vec<Note>) -> Result<(), ParseError> {
+        if let Some(Size::Bytes(count)) = self.size("number_ios") {
+            spec.number_ios = (count > 0).then_some(count);
+        }
+
+        let rate_min = self.directions("rate_min");
+        let rate_iops_min = self.directions("rate_iops_min");
+        for direction in 0..3 {
+            spec.rate_min[direction] = rate_min[direction].map_or(0, to_u64);
+            spec.rate_iops_min[direction] = rate_iops_min[direction].map_or(0, to_u64);
+        }
+        let any_min = spec
+            .rate_min
+            .iter()
+            .chain(&spec.rate_iops_min)
+            .any(|r| *r > 0);
+        if let Some(cycle) = self.int("rate_cycle") {
+            if cycle < 1 {
+                return Err(self.error(
+                    "rate_cycle",
+                    format!("rate_cycle={cycle}: must be at least 1 ms"),
+                ));
+            }
+            spec.rate_cycle = to_u64(cycle).saturating_mul(1_000_000);
+            if !any_min && self.setting("rate_cycle").is_some() {
+                self.note(
+                    notes,
+                    "rate_cycle",
+                    "no effect without rate_min or rate_iops_min",
+                );
+            }
+        }
+
+        match self.time("latency_target").filter(|t| *t > 0) {
+            Some(target) => {
+                let percentile = match self.job.settings.value("latency_percentile") {
+                    Some(Value::Floats(list)) => list.first().copied().unwrap_or(100.0),
+                    _ => 100.0,
+                };
+                spec.latency_target = Some(LatencyTarget {
+                    target: micros_to_nanos(target),
+                    window: micros_to_nanos(self.time("latency_window").unwrap_or(0)),
+                    percentile,
+                    run: self.flag("latency_run", false),
+                });
+            }
+            None => {
+                for name in ["latency_window", "latency_percentile", "latency_run"] {
+                    if self.setting(name).is_some() {
+                        self.note(notes, name, "no effect without latency_target");
+                    }
+                }
+            }
+        }
+
+        let weight = self.int("flow").unwrap_or(0);
+        if weight < 0 {
+            return Err(self.error(
+                "flow",
+                format!(
+                    "flow={weight}: a flow is a weight since fio 3.23, 0 (off) to 1000; the \
+                     old signed counters are gone"
+                ),
+            ));
+        }
+        if weight > 0 {
+            let sleep = self.int("flow_sleep").unwrap_or(0);
+            if sleep < 0 {
+                return Err(self.error("flow_sleep", format!("flow_sleep={sleep}: negative")));
+            }
+            spec.flow = Some(Flow {
+                weight: to_u32(weight),
+                id: to_u32(self.int("flow_id").unwrap_or(0)),
+                sleep: micros_to_nanos(to_u64(sleep)),
+            });
+        } else {
+            for name in ["flow_id", "flow_sleep"] {
+                if self.setting(name).is_some() {
+                    self.note(notes, name, "no effect without flow");
+                }
+            }
+        }
+
+        if self.flag("exitall", false) {
+            spec.exitall = Some(match self.text("exit_what").unwrap_or("group") {
+                "stonewall" => ExitWhat::Stonewall,
+                "all" => ExitWhat::All,
+                _ => ExitWhat::Group,
+            });
+        } else if self.setting("exit_what").is_some() {
+            self.note(notes, "exit_what", "no effect without exitall");
+        }
+        spec.exitall_on_error = self.flag("exitall_on_error", false);
+
+        if self.text("io_submit_mode") == Some("offload") {
+            self.note(
+                notes,
+                "io_submit_mode",
+                "offload: the I/O is issued when the job decides it, as with inline; fio's \
+                 submission thread pool only moves the system calls off the job's thread",
+            );
+        }
+        Ok(())
     }
 
     /// `continue_on_error` and `ignore_error` (fio's options.c: `str_ignore_error_cb`).

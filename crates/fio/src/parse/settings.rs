@@ -70,8 +70,8 @@ pub(super) enum Value {
         mode: RwMode,
         /// For random modes, I/Os per random offset.
         random_run: u32,
-        /// For sequential modes, bytes skipped after each I/O.
-        skip_bytes: u64,
+        /// For sequential modes, bytes added to the offset after each I/O (negative: backwards).
+        skip_bytes: i64,
     },
     /// `random_distribution`.
     Distribution(RandomDistribution),
@@ -531,9 +531,17 @@ fn read_rw(option: &FioOption, text: &str, kb_base: u64) -> Result<Value, String
                     format!("\"{postfix}\": I/Os per random offset must be 1 to 4294967295")
                 })?;
         } else {
-            skip_bytes = value::bytes(postfix, kb_base).map_err(|why| {
+            // fio's str_rw_cb: a leading '-' makes the offset go backwards (ddir_seq_add < 0).
+            let (negative, size) = match postfix.strip_prefix('-') {
+                Some(rest) => (true, rest.trim()),
+                None => (false, postfix),
+            };
+            let bytes = value::bytes(size, kb_base).map_err(|why| {
                 format!("{why} (the postfix of a sequential mode is the bytes to skip)")
             })?;
+            let bytes = i64::try_from(bytes)
+                .map_err(|_| format!("\"{postfix}\": more than 2^63 bytes to skip"))?;
+            skip_bytes = if negative { -bytes } else { bytes };
         }
     }
     Ok(Value::Rw {
@@ -751,8 +759,19 @@ fn read_zoned(text: &str) -> Result<RandomDistribution, String> {
     if sets.iter().any(|set| set.trim() != first.trim()) {
         return Err("different zones per direction are not modelled".into());
     }
-    let mut zones = Vec::new();
-    let (mut access_total, mut range_total) = (0u32, 0u32);
+    // fio's zone_split_ddir: an empty or zero percentage is missing, and the missing ones
+    // share what the others leave ("zoned:50/5:30/15:20/": the last zone is the other 80%).
+    let mut zones: Vec<(Option<u32>, Option<u32>)> = Vec::new();
+    let percentage = |text: &str, what: &str| -> Result<Option<u32>, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let value: u32 = text
+            .parse()
+            .map_err(|_| format!("bad {what} percentage \"{text}\""))?;
+        Ok((value > 0).then_some(value.min(100)))
+    };
     for entry in first.split(':') {
         if entry.trim().is_empty() {
             break;
@@ -763,28 +782,35 @@ fn read_zoned(text: &str) -> Result<RandomDistribution, String> {
         let (access, range) = entry
             .split_once('/')
             .ok_or_else(|| format!("zone \"{entry}\" needs access%/range%"))?;
-        let access: u32 = access
-            .trim()
-            .parse()
-            .map_err(|_| format!("bad access percentage \"{}\"", access.trim()))?;
-        let range: u32 = range
-            .trim()
-            .parse()
-            .map_err(|_| format!("bad range percentage \"{}\"", range.trim()))?;
-        access_total += access.min(100);
-        range_total += range.min(100);
-        zones.push((f64::from(access), f64::from(range)));
+        zones.push((percentage(access, "access")?, percentage(range, "range")?));
     }
-    if access_total != 100 {
+    let fill = |values: Vec<Option<u32>>, what: &str| -> Result<Vec<f64>, String> {
+        let given: u32 = values.iter().flatten().sum();
+        let missing = values.iter().filter(|v| v.is_none()).count() as u32;
+        if given > 100 {
+            return Err(format!(
+                "zone {what} percentages add up to {given}, more than 100"
+            ));
+        }
+        let share = if missing > 0 {
+            f64::from(100 - given) / f64::from(missing)
+        } else {
+            0.0
+        };
+        Ok(values
+            .into_iter()
+            .map(|v| v.map_or(share, f64::from))
+            .collect())
+    };
+    let access = fill(zones.iter().map(|z| z.0).collect(), "access")?;
+    let range = fill(zones.iter().map(|z| z.1).collect(), "range")?;
+    let access_total: f64 = access.iter().sum();
+    if (access_total - 100.0).abs() > 1e-9 {
         return Err(format!(
             "zone access percentages add up to {access_total}, not 100"
         ));
     }
-    if range_total > 100 {
-        return Err(format!(
-            "zone range percentages add up to {range_total}, more than 100"
-        ));
-    }
+    let zones: Vec<(f64, f64)> = access.into_iter().zip(range).collect();
     Ok(RandomDistribution::Zoned(zones))
 }
 
@@ -876,7 +902,7 @@ fn within_limits(option: &FioOption, value: Value) -> Result<Value, String> {
                 size(*bytes)?;
             }
         }
-        Value::Rw { skip_bytes, .. } => size(*skip_bytes)?,
+        Value::Rw { skip_bytes, .. } => size(skip_bytes.unsigned_abs())?,
         Value::Int(int) if option.name == "iodepth" && *int > i128::from(limits::IODEPTH_MAX) => {
             return Err(format!(
                 "{int} is more than iosched's limit, {}",
@@ -1074,7 +1100,16 @@ mod tests {
             })
         );
         assert!(apply(&mut settings, "rw=randread:0").is_err());
-        assert!(apply(&mut settings, "rw=write:-4k").is_err());
+        apply(&mut settings, "rw=read:-8k").unwrap();
+        assert_eq!(
+            settings.value("rw"),
+            Some(&Value::Rw {
+                mode: RwMode::Read,
+                random_run: 1,
+                skip_bytes: -8192
+            })
+        );
+        assert!(apply(&mut settings, "rw=write:-x").is_err());
         assert!(apply(&mut settings, "rw=sideways").is_err());
         assert!(apply(&mut settings, "rw=READ").is_err());
     }
@@ -1106,6 +1141,17 @@ mod tests {
                 (2.0, 40.0)
             ])))
         );
+        // fio's rand-zones.fio: a zone without a range percentage takes what is left.
+        apply(&mut settings, "random_distribution=zoned:50/5:30/15:20/").unwrap();
+        assert_eq!(
+            settings.value("random_distribution"),
+            Some(&Value::Distribution(RandomDistribution::Zoned(vec![
+                (50.0, 5.0),
+                (30.0, 15.0),
+                (20.0, 80.0)
+            ])))
+        );
+        assert!(apply(&mut settings, "random_distribution=zoned:50/60:50/50").is_err());
         assert!(apply(&mut settings, "random_distribution=zipf:1").is_err());
         assert!(apply(&mut settings, "random_distribution=zipf:1.2:0.25").is_err());
         assert!(apply(&mut settings, "random_distribution=zoned:50/50").is_err());
@@ -1153,7 +1199,6 @@ mod tests {
                 .starts_with("zonemode=zbd: refused: zoned I/O"),
             "{error}"
         );
-        assert!(apply(&mut settings, "exitall").is_err());
         assert!(apply(&mut settings, "percentage_random=50").is_err());
     }
 

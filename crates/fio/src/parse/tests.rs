@@ -347,6 +347,11 @@ fn access_patterns() {
         (spec.rw, spec.rw_sequencer_nr, spec.rw_skip_bytes),
         (RwMode::Write, 1, 4096)
     );
+    let spec = job("[j]\nrw=read:-8k\n");
+    assert_eq!(
+        (spec.rw, spec.rw_sequencer_nr, spec.rw_skip_bytes),
+        (RwMode::Read, 1, -8192)
+    );
     assert_eq!(job("[j]\nrw=randrw\nrwmixwrite=30\n").rwmixread, 70);
     let spec = job("[j]\nrw=randread\nrandom_distribution=zipf:1.2\n");
     assert_eq!(spec.random_distribution, RandomDistribution::Zipf(1.2));
@@ -433,9 +438,10 @@ fn engines_and_issue_options() {
     let message = error("[j]\nioengine=mmap\n");
     assert_eq!(
         message,
-        "t.fio:2: ioengine \"mmap\": refused: the simulator supports only the sync (sync, psync, \
-         vsync, pvsync, pvsync2) and async (libaio, io_uring, posixaio) engine families"
+        "t.fio:2: ioengine \"mmap\": refused: iosched runs the sync (sync, psync, vsync, \
+         pvsync, pvsync2), async (libaio, io_uring, posixaio) and null engines"
     );
+    assert_eq!(job("[j]\nioengine=null\n").engine, Engine::Null);
     // An engine's options belong to that engine.
     assert!(parse("[j]\nioengine=io_uring\nhipri\nfixedbufs\n").is_ok());
     assert!(error("[j]\nhipri\n").starts_with("t.fio:2: hipri: an option of the"));
@@ -645,8 +651,8 @@ fn refusals_name_the_option_and_reason() {
         error("[j]\nzonemode=zbd\n"),
         "t.fio:2: zonemode=zbd: refused: zoned I/O (zonemode strided or zbd) is not modelled"
     );
-    assert!(error("[j]\nrate_process=poisson\n").contains("linear rate"));
-    assert!(error("[j]\nio_submit_mode=offload\n").contains("offload"));
+    assert!(job("[j]\nrate_process=poisson\n").rate_poisson);
+    assert!(error("[j]\nflow=-1\n").contains("weight since fio 3.23"));
     assert!(error("[j]\nrwmixcycle=10\n").contains("no longer accepts"));
     assert!(error("[j]\nhostname=x\n").contains("engine the simulator does not run"));
     assert!(error("[j]\nread_iolog=trace.log\n").contains("replaying"));

@@ -30,6 +30,7 @@ pub fn job(name: &str, group_id: u32, runtime: u64) -> JobResult {
         measure_start: 0,
         iodepth_levels: [0; IODEPTH_LEVELS],
         error: 0,
+        error_message: None,
         counts_errors: false,
         total_err: 0,
         first_error: 0,

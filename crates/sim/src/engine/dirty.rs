@@ -718,7 +718,7 @@ impl Simulation {
 
     /// A record for `issued` that waits for no page (a buffered write's copy, a call that
     /// completes without I/O): its `cache_reads` id, for an `Event::CacheDone`.
-    fn copy_record(&mut self, issued: Issued) -> u64 {
+    pub(super) fn copy_record(&mut self, issued: Issued) -> u64 {
         let id = self.next_cache_read;
         self.next_cache_read += 1;
         self.cache_reads.insert(
