@@ -361,7 +361,8 @@ impl SyncFileRange {
 
 /// fio's `verify=` (any method but `0`) with `do_verify`: the job checks the data it reads.
 /// The parser accepts every method fio knows; each engine says which it can check (the real
-/// engine checks `crc32c`, the simulator has no data and checks none).
+/// engine checks `crc32c`; the simulator, which moves no data, checks every method by the
+/// identity of the blocks, see `iosched_sim`'s verify).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verify {
     /// The method as written: `crc32c`, `md5`, `sha256`, ...

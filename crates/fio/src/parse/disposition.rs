@@ -43,8 +43,11 @@ pub(super) const ASYNC_ENGINES: [&str; 3] = ["libaio", "io_uring", "posixaio"];
 const CPU_AND_PROCESS: &str =
     "no meaning in simulation: CPU placement and process attributes do not affect simulated I/O";
 const MEMORY: &str = "no meaning in simulation: I/O buffers are not allocated";
-const DATA: &str = "no meaning in simulation: no data is transferred, so buffer contents, \
-                    compressibility and verification do not apply";
+const DATA: &str = "no meaning in simulation: no data is transferred, so buffer contents and \
+                    compressibility do not apply";
+const VERIFY_VARIANTS: &str = "accepted without effect: iosched reads back after the writes (as \
+                               fio without verify_backlog) and checks each block whole, the \
+                               same way whatever the pattern, interval or dump settings";
 const FILE_SETUP: &str = "no meaning in simulation: files are regions of the simulated device, \
                           there is no file system to create, lay out or remove them in";
 const PAGE_CACHE: &str = "accepted without effect: the page cache does not model uncached \
@@ -270,6 +273,11 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "dedupe_global",
             "dedupe_mode",
             "dedupe_working_set_percentage",
+        ],
+    ),
+    (
+        Noted(VERIFY_VARIANTS),
+        &[
             "verify_policy",
             "verify_interval",
             "verify_offset",
@@ -285,11 +293,16 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "verify_state_save",
             "verify_write_sequence",
             "verify_header_seed",
+            "verify_mode",
+            "verify_bytchk",
+        ],
+    ),
+    (
+        Noted(DATA),
+        &[
             "trim_verify_zero",
             "trim_backlog",
             "trim_backlog_batch",
-            "verify_mode",
-            "verify_bytchk",
             "pi_act",
             "pi_chk",
             "apptag",

@@ -15,7 +15,8 @@
 //!
 //! It also refuses and notes what depends on the job as a whole: the engine, engine options
 //! used with another engine, buffered I/O. `verify` is resolved into [`crate::Verify`] and left
-//! to the engine (the simulator refuses its read-back phase, the real engine runs it).
+//! to the engine (both run its read-back phase; the real engine checks crc32c data, the
+//! simulator the identity of the blocks).
 //! iosched's own `qos_*` options are read into [`JobSpec::qos`] by [`iosched_core::Qos::set`].
 
 use super::disposition::{ASYNC_ENGINES, SYNC_ENGINES};
@@ -590,8 +591,8 @@ impl Resolver<'_> {
             spec.end_fsync = true;
         }
 
-        // Which verify methods run is the engine's decision: the simulator has no data to
-        // check, the real engine checks crc32c.
+        // Which verify methods run is the engine's decision: the simulator checks the blocks'
+        // identity whatever the method, the real engine checks crc32c.
         if let Some(method) = self.text("verify").filter(|method| *method != "0") {
             spec.verify = Some(Verify {
                 method: method.to_string(),

@@ -501,7 +501,7 @@ fn notes_for_options_without_effect() {
             "t.fio:2: note: cpus_allowed: no meaning in simulation: CPU placement and process \
              attributes do not affect simulated I/O",
             "t.fio:6: note: refill_buffers: no meaning in simulation: no data is transferred, so \
-             buffer contents, compressibility and verification do not apply",
+             buffer contents and compressibility do not apply",
         ]
     );
 }
