@@ -1,9 +1,11 @@
 //! `cfq`: Linux's Completely Fair Queueing scheduler (block/cfq-iosched.c), without cgroups.
 //!
-//! The per-queue machinery follows the Linux 2.6.35 source: slices, idling, think time, seek
-//! history, dispatch limits, preemption, FIFO expiry and request choice. The service trees are
-//! the simpler pre-2.6.33 arrangement, one per class, because the brief leaves out groups and
-//! workload types (see "Simplifications" below).
+//! The rules are those of Linux 4.10's cfq-iosched.c (the last generation, 2.6.33 to 4.20, whose
+//! workload trees seed 004 ran): slices, idling, think time, seek history, dispatch limits,
+//! preemption, FIFO expiry, request choice, and within each class the async, sync-noidle and
+//! sync service trees served as workloads. iosched's own tunable `workload_trees=0` gives the
+//! single tree per class of 2.6.32 and before, for the seeds that ran those kernels (see
+//! "Workloads" below).
 //!
 //! # Queues
 //!
@@ -15,18 +17,39 @@
 //!
 //! # Choosing a queue
 //!
-//! A queue with requests is *busy* and sits in its class's service tree: RT, BE or IDLE, with
-//! "none" counted as BE level 4. Its place in the tree is its `rb_key`, set when it becomes busy
-//! and again when its slice ends (`cfq_service_tree_add`): the current time, plus an offset that
-//! grows with the number of other busy queues and with how far its priority is below sync
-//! level 0 (`cfq_slice_offset`), minus any slice time it was owed (`slice_resid`). Queues of a
-//! class are therefore served round robin, lower priorities placed further back. When the active
-//! queue expires, the next one is the first of the RT tree, else of the BE tree, else of the IDLE
-//! tree. The idle class is only served once no RT or BE request has been in flight or completed
-//! for `CFQ_IDLE_DELAY` (200 ms). This is the grace period of older kernels (2.6.2x armed an
-//! `idle_class_timer` for `CFQ_IDLE_GRACE`, 100 ms, after the last RT or BE completion); 2.6.35
-//! dropped the timer and only queues idle-class queues `CFQ_IDLE_DELAY` apart in their tree,
+//! A queue with requests is *busy* and sits in a service tree: one per workload type of the RT
+//! and BE classes ("none" counting as BE level 4), one for IDLE. Its place in the tree is its
+//! `rb_key`, set when it becomes busy and again when its slice ends (`cfq_service_tree_add`):
+//! the current time, plus an offset that grows with the number of other busy queues and with
+//! how far its priority is below sync level 0 (`cfq_slice_offset`), minus any slice time it
+//! was owed (`slice_resid`). Queues of a tree are therefore served round robin, lower priorities
+//! placed further back. The idle class is only served once no RT or BE request has been in
+//! flight or completed for `CFQ_IDLE_DELAY` (200 ms). This is the grace period of older kernels
+//! (2.6.2x armed an `idle_class_timer` for `CFQ_IDLE_GRACE`, 100 ms, after the last RT or BE
+//! completion); later ones only queue idle-class queues `CFQ_IDLE_DELAY` apart in their tree,
 //! which is modelled too.
+//!
+//! # Workloads
+//!
+//! A queue's workload type is async, sync with an open idle window ("sync"), or sync without
+//! one ("sync-noidle": seeky readers, readers that think long) (`cfqq_type`). When a slice ends,
+//! `choose_wl_class_and_type` serves RT if any RT queue is busy, else BE, else IDLE; within the
+//! class it keeps the current workload while its tree has queues and its slice lasts, else
+//! takes the tree whose first queue has waited longest (`cfq_choose_wl_type`) with a slice of
+//! `target_latency` times its share of the class's busy queues (async scaled by `slice_async /
+//! slice_sync` and capped by its share of all busy queues; sync at least `2 * slice_idle`;
+//! anything at least `CFQ_MIN_TT`, 2 ms). The next queue is the first of that tree.
+//!
+//! The sync-noidle workload is what keeps seeky readers from being swamped: its queues are not
+//! idled on one by one, but CFQ idles after the *last* queue of the tree (`cfq_should_idle`:
+//! `st->count == 1` unless the tree's think time exceeds `slice_idle`), so the workload keeps
+//! the disk for its slice. A second sync-noidle queue's request, or any request when the active
+//! queue is empty and does not idle, preempts. A seeky queue that still has an idle window (it
+//! queued deeply once) loses it when its queue empties while most of its slice is left (2.6.37+).
+//! The only busy sync queue may exceed `quantum` in flight (`promote_sync`, 3.3+).
+//!
+//! With `workload_trees=0` every queue of a class shares one tree, no workload is chosen, and
+//! none of the rules of this section applies: a seeky reader is never idled on.
 //!
 //! # Slices
 //!
@@ -64,7 +87,8 @@
 //! (`cfq_arm_slice_timer`): [`Dispatch::WaitUntil`]. A request from that flow ends the wait at
 //! once; at the deadline the queue expires. CFQ does not idle when `slice_idle` is 0, for async
 //! or idle-class queues, while the queue still has requests in flight, when the flow's mean
-//! think time exceeds what is left of the slice, or when the queue's idle window is closed. The
+//! think time exceeds what is left of the slice, or when the queue's idle window is closed (but
+//! see "Workloads" for the last queue of the sync-noidle tree). The
 //! window closes when the flow is seeky (more than 4 of its last 32 requests started more than
 //! 800 sectors from where the previous one ended, `CFQQ_SEEKY`) unless it queues deeply (4 or
 //! more requests at once, `deep`), or when its mean think time exceeds `slice_idle`. Think time
@@ -77,24 +101,24 @@
 //! A request for a queue other than the active one ends the active slice at once
 //! (`cfq_should_preempt`) when: the active queue is idle class (and the new one is not); or,
 //! unless the active queue is RT and the new one is not, when the request is sync and the active
-//! queue async, when the active slice is used up, when the new queue is RT and the active one is
-//! not, or when the active queue is idling and the request lies within 8192 sectors of the head.
+//! queue async, when the active slice is used up, (with workload trees) when a second
+//! sync-noidle queue arrives while that workload's only queue has nothing queued, when the new
+//! queue is RT and the active one is not, (with workload trees) when the active queue has
+//! nothing queued and should not idle, or when the active queue is idling and the request lies
+//! within 8192 sectors of the head.
 //! Idle-class requests never preempt. The preempting queue goes to the front of its tree and the
 //! preempted one keeps the unused part of its slice as credit for its next position.
 //!
 //! # Simplifications
 //!
-//! - No cgroup groups (`cfq_group`, `group_isolation`, group idling, `wait_busy`): one root group.
-//! - No workload types: 2.6.33+ split each class into sync, sync-noidle and async trees with
-//!   their own workload slices; here a class has one tree, as before 2.6.33. A queue idles when
-//!   its idle window is open; the "idle at the end of the sync-noidle tree" rule is not modelled.
-//! - No cooperating-queue detection or queue merging (`cfq_close_cooperator`), no metadata
-//!   priority, no priority boost for file-system locks, no `hw_tag` queue-depth detection and no
-//!   non-rotational special cases: every device is treated as rotational.
+//! - No cgroup groups (`cfq_group`, `group_idle`, `wait_busy`, group vdisktime): one root
+//!   group. `grouped-cfq` puts cfq under iosched's hierarchical fair-queuing layer instead.
+//! - No cooperating-queue detection or queue merging (`cfq_close_cooperator`), no `REQ_PRIO`
+//!   metadata boost, no `hw_tag` queue-depth detection and no non-rotational special cases:
+//!   every device is treated as rotational and as queueing.
 //! - A request from the active flow ends the idle wait at once, as the kernel does for requests
 //!   larger than a page or when other queues are busy; the `must_dispatch` delay for small ones
 //!   is not modelled.
-//! - Think time is sampled for sync queues only, as later 3.x kernels do.
 //! - A requeued request goes back on the dispatch list and out before anything else, as the
 //!   block layer does with `ELEVATOR_INSERT_REQUEUE`; it stays accounted to its queue.
 //! - A sync queue takes its priority from its first request and keeps it while it has requests
@@ -208,6 +232,17 @@ pub const TUNABLES: &[TunableSpec] = &[
               async depth only while sync requests are not delayed",
     },
     TunableSpec {
+        name: "workload_trees",
+        unit: Unit::Flag,
+        default: 1,
+        min: 0,
+        max: 1,
+        doc: "iosched's switch between CFQ generations: 1 (Linux 2.6.33 to 4.20) splits each \
+              class into async, sync-noidle and sync service trees served as workloads, idles at \
+              the end of the sync-noidle tree, lets a queue leave its idle window early when \
+              seeky; 0 is the single tree per class of 2.6.32 and before",
+    },
+    TunableSpec {
         name: "target_latency",
         unit: Unit::Milliseconds,
         default: 300,
@@ -263,7 +298,28 @@ const BE: usize = 1;
 
 const IDLE: usize = 2;
 
-const CLASSES: usize = 3;
+/// Workload types within RT and BE (`enum wl_type_t`): async queues, sync queues that do not
+/// idle (seeky, or thinking too long), sync queues that idle.
+const ASYNC_WL: usize = 0;
+const SYNC_NOIDLE_WL: usize = 1;
+const SYNC_WL: usize = 2;
+
+/// Service trees: three workloads each for RT and BE, one for IDLE (`service_trees[class][type]`
+/// and `service_tree_idle`). Without workload trees only the sync one of RT and BE is used,
+/// as the single per-class tree of 2.6.32 and before.
+const TREES: usize = 7;
+
+/// The tree of a queue of `class` with workload type `wl`.
+fn tree_index(class: usize, wl: usize) -> usize {
+    if class == IDLE {
+        TREES - 1
+    } else {
+        class * 3 + wl
+    }
+}
+
+/// `CFQ_MIN_TT`: the shortest workload slice (2 jiffies at HZ=1000).
+const MIN_TT: Nanos = 2 * MILLISECOND;
 
 /// Index of a priority class: RT 0, BE 1 ("none" included), IDLE 2.
 fn class_of(prio: IoPrio) -> usize {
@@ -304,8 +360,17 @@ fn queue_key(request: &Request) -> QueueKey {
 #[derive(Debug)]
 pub struct Cfq {
     queues: BTreeMap<QueueKey, Queue>,
-    /// Busy queues of each class by `(rb_key, insertion number)`.
-    trees: [BTreeMap<(i64, u64), QueueKey>; CLASSES],
+    /// Busy queues of each service tree ([`tree_index`]) by `(rb_key, insertion number)`.
+    trees: [BTreeMap<(i64, u64), QueueKey>; TREES],
+    /// Each service tree's think time (`st->ttime`), for idling on the last sync-noidle queue.
+    tree_ttime: [TreeTtime; TREES],
+    /// The workload being served (`serving_wl_class`, `serving_wl_type`) and when its slice
+    /// ends (`workload_expires`); `None`: choose anew.
+    serving_class: usize,
+    serving_type: usize,
+    workload_expires: Option<Nanos>,
+    /// Busy sync queues (`busy_sync_queues`).
+    busy_sync_queues: usize,
     tree_inserts: u64,
     history: BTreeMap<QueueKey, History>,
     /// `History::stamp` to key, oldest first.
@@ -338,7 +403,19 @@ pub struct Cfq {
     slice_async_rq: u64,
     slice_idle: Nanos,
     low_latency: bool,
+    /// The 2.6.33+ workload trees (iosched's `workload_trees`).
+    workload_trees: bool,
     target_latency: Nanos,
+}
+
+/// A service tree's think time (`struct cfq_ttime`): the gap between a sync request's
+/// completion and the tree's next sync request.
+#[derive(Clone, Copy, Debug, Default)]
+struct TreeTtime {
+    last_end_request: Nanos,
+    samples: u64,
+    total: u64,
+    mean: Nanos,
 }
 
 impl Default for Cfq {
@@ -353,6 +430,11 @@ impl Cfq {
         Cfq {
             queues: BTreeMap::new(),
             trees: Default::default(),
+            tree_ttime: Default::default(),
+            serving_class: BE,
+            serving_type: ASYNC_WL,
+            workload_expires: None,
+            busy_sync_queues: 0,
             tree_inserts: 0,
             history: BTreeMap::new(),
             history_lru: BTreeMap::new(),
@@ -380,7 +462,8 @@ impl Cfq {
             slice_async_rq: TUNABLES[7].default,
             slice_idle: from_millis(TUNABLES[8].default),
             low_latency: TUNABLES[9].default == 1,
-            target_latency: from_millis(TUNABLES[10].default),
+            workload_trees: TUNABLES[10].default == 1,
+            target_latency: from_millis(TUNABLES[11].default),
         }
     }
 }
@@ -461,6 +544,7 @@ impl Cfq {
             "slice_async_rq" => self.slice_async_rq,
             "slice_idle" => self.slice_idle / MILLISECOND,
             "low_latency" => u64::from(self.low_latency),
+            "workload_trees" => u64::from(self.workload_trees),
             "target_latency" => self.target_latency / MILLISECOND,
             _ => return Err(crate::tunable::unknown(name, TUNABLES)),
         })
@@ -480,6 +564,7 @@ impl Cfq {
             "slice_async_rq" => self.slice_async_rq = value,
             "slice_idle" => self.slice_idle = from_millis(value),
             "low_latency" => self.low_latency = value == 1,
+            "workload_trees" => self.workload_trees = value == 1,
             "target_latency" => self.target_latency = from_millis(value),
             _ => unreachable!("find() accepted only known names"),
         }

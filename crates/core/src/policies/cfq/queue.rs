@@ -27,8 +27,10 @@ pub(super) struct Queue {
     pub(super) next: Option<SortKey>,
     /// Requests dispatched and not yet completed.
     pub(super) dispatched: u32,
-    /// Position in the class's service tree while busy (`on_rr`): `(rb_key, insertion number)`.
+    /// Position in its service tree while busy (`on_rr`): `(rb_key, insertion number)`.
     pub(super) tree_key: Option<(i64, u64)>,
+    /// Which service tree ([`tree_index`]) it is on while `tree_key` is set.
+    pub(super) tree: usize,
 }
 
 impl Queue {
@@ -42,6 +44,7 @@ impl Queue {
             next: None,
             dispatched: 0,
             tree_key: None,
+            tree: 0,
         }
     }
 
@@ -317,6 +320,8 @@ impl Cfq {
         for tree in &mut self.trees {
             tree.clear();
         }
+        self.busy_sync_queues = 0;
+        self.workload_expires = None;
         self.active = None;
         self.queues.retain(|_, q| q.dispatched > 0);
         self.queued = 0;

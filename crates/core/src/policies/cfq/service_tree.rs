@@ -19,21 +19,55 @@ impl Cfq {
         self.trees.iter().map(BTreeMap::len).sum()
     }
 
-    /// `cfq_service_tree_add`: (re)places a busy queue in its class's tree.
+    /// The workload type of a queue (`cfqq_type`): async, sync without idling, or sync.
+    pub(super) fn workload_type(&self, key: QueueKey) -> usize {
+        let queue = self.queue(key);
+        if !queue.sync {
+            ASYNC_WL
+        } else if self.idle_window(key) {
+            SYNC_WL
+        } else {
+            SYNC_NOIDLE_WL
+        }
+    }
+
+    /// The service tree a queue belongs on now: its class's tree of its workload type, or
+    /// the one tree of its class without workload trees.
+    pub(super) fn tree_of(&self, key: QueueKey) -> usize {
+        let class = self.queue(key).class;
+        if self.workload_trees {
+            tree_index(class, self.workload_type(key))
+        } else {
+            tree_index(class, SYNC_WL)
+        }
+    }
+
+    /// Busy queues of `class` (`cfq_group_busy_queues_wl`).
+    pub(super) fn class_busy(&self, class: usize) -> usize {
+        if class == IDLE {
+            self.trees[tree_index(IDLE, 0)].len()
+        } else {
+            (0..3).map(|wl| self.trees[tree_index(class, wl)].len()).sum()
+        }
+    }
+
+    /// `cfq_service_tree_add`: (re)places a busy queue in its service tree.
     pub(super) fn service_tree_add(&mut self, key: QueueKey, add_front: bool, now: Nanos) {
-        let (class, sync, level, current) = {
+        let target = self.tree_of(key);
+        let (class, sync, level, current, current_tree) = {
             let queue = self.queue(key);
-            (queue.class, queue.sync, queue.level, queue.tree_key)
+            (queue.class, queue.sync, queue.level, queue.tree_key, queue.tree)
         };
         let now_key = now as i64;
         let rb_key = if class == IDLE {
-            let last = self.trees[IDLE]
+            let last = self.trees[target]
                 .iter()
                 .next_back()
                 .filter(|(_, k)| **k != key)
                 .map_or(now_key, |(tree_key, _)| tree_key.0);
             last + IDLE_DELAY as i64
         } else if !add_front {
+            // `cfq_slice_offset`: (nr_cfqq - 1) slices' difference from the best priority.
             let others = self.busy_queues() - usize::from(current.is_some());
             let offset = others as i64
                 * (self.prio_slice(true, 0) as i64 - self.prio_slice(sync, level) as i64);
@@ -41,32 +75,97 @@ impl Cfq {
             let resid = std::mem::take(&mut history.slice_resid);
             now_key + offset - resid
         } else {
-            let first = self.trees[class]
+            let first = self.trees[target]
                 .keys()
                 .next()
                 .map_or(now_key, |tree_key| tree_key.0);
             first - SECOND as i64
         };
         if let Some(current) = current {
-            if current.0 == rb_key {
+            if current.0 == rb_key && current_tree == target {
                 return;
             }
-            self.trees[class].remove(&current);
+            self.trees[current_tree].remove(&current);
+        } else if sync {
+            self.busy_sync_queues += 1;
         }
         self.tree_inserts += 1;
         let tree_key = (rb_key, self.tree_inserts);
-        self.trees[class].insert(tree_key, key);
-        self.queue_mut(key).tree_key = Some(tree_key);
+        self.trees[target].insert(tree_key, key);
+        let queue = self.queue_mut(key);
+        queue.tree_key = Some(tree_key);
+        queue.tree = target;
     }
 
-    /// `cfq_del_cfqq_rr`: takes an empty queue off its tree.
+    /// `cfq_del_cfqq_rr`: takes an empty queue off its tree. When no queue is left busy, the
+    /// group's saved workload is forgotten (`cfq_group_notify_queue_del`).
     pub(super) fn del_from_tree(&mut self, key: QueueKey) {
         let queue = self.queues.get_mut(&key).expect("queue is live");
         if let Some(tree_key) = queue.tree_key.take() {
-            self.trees[queue.class].remove(&tree_key);
+            self.trees[queue.tree].remove(&tree_key);
+            if queue.sync {
+                self.busy_sync_queues -= 1;
+            }
+            if self.busy_queues() == 0 {
+                self.workload_expires = None;
+            }
         }
     }
 
+    /// `cfq_choose_wl_type`: among the async, sync-noidle and sync trees of `class`, the one
+    /// whose first queue has waited longest (lowest `rb_key`); sync-noidle when all are empty.
+    fn choose_wl_type(&self, class: usize) -> usize {
+        (ASYNC_WL..=SYNC_WL)
+            .filter_map(|wl| {
+                self.trees[tree_index(class, wl)]
+                    .keys()
+                    .next()
+                    .map(|tree_key| (tree_key.0, wl))
+            })
+            .min()
+            .map_or(SYNC_NOIDLE_WL, |(_, wl)| wl)
+    }
+
+    /// `choose_wl_class_and_type`: the class to serve (RT, else BE, else IDLE), and within
+    /// it the workload: the current one while its tree has queues and its slice lasts, else
+    /// a new one with a slice that is the class's share of `target_latency` for its queues
+    /// (async scaled down by `slice_async / slice_sync`), at least `2 * slice_idle` for sync
+    /// and [`MIN_TT`].
+    pub(super) fn choose_workload(&mut self, now: Nanos) {
+        let original = self.serving_class;
+        let class = if self.class_busy(RT) > 0 {
+            RT
+        } else if self.class_busy(BE) > 0 {
+            BE
+        } else {
+            self.serving_class = IDLE;
+            self.workload_expires = Some(now + 1);
+            return;
+        };
+        self.serving_class = class;
+        if original == class {
+            let count = self.trees[tree_index(class, self.serving_type)].len();
+            if count > 0 && self.workload_expires.is_some_and(|end| now <= end) {
+                return;
+            }
+        }
+        let wl = self.choose_wl_type(class);
+        self.serving_type = wl;
+        let count = self.trees[tree_index(class, wl)].len() as u64;
+        let average = self.busy_queues_avg[usize::from(class == RT)];
+        let busy = self.class_busy(class) as u64;
+        let group_slice = self.target_latency;
+        let mut slice = group_slice * count / average.max(busy).max(1);
+        if wl == ASYNC_WL {
+            let async_busy = (self.trees[tree_index(RT, ASYNC_WL)].len()
+                + self.trees[tree_index(BE, ASYNC_WL)].len()) as u64;
+            let share = self.target_latency * async_busy / (self.busy_queues() as u64).max(1);
+            slice = slice.min(share) * self.slice[0] / self.slice[1].max(1);
+        } else {
+            slice = slice.max(2 * self.slice_idle);
+        }
+        self.workload_expires = Some(now + slice.max(MIN_TT));
+    }
     /// Forgets a queue with nothing queued, nothing in flight and no slice.
     pub(super) fn maybe_drop(&mut self, key: QueueKey) {
         let idle = self
@@ -100,7 +199,22 @@ impl Cfq {
         if self.slice_used(now) {
             return true;
         }
+        if self.workload_trees {
+            // A second sync-noidle queue while the only one being served has nothing queued:
+            // serve it now rather than idle at the end of the tree.
+            if self.serving_type == SYNC_NOIDLE_WL
+                && self.workload_type(key) == SYNC_NOIDLE_WL
+                && new.tree_key.is_some()
+                && self.trees[new.tree].len() == 2
+                && current.sort.is_empty()
+            {
+                return true;
+            }
+        }
         if new.class == RT && current.class != RT {
+            return true;
+        }
+        if self.workload_trees && current.sort.is_empty() && !self.should_idle(active.key) {
             return true;
         }
         if active.idle_until.is_none() {
@@ -110,9 +224,14 @@ impl Cfq {
         request.offset.abs_diff(self.last_position) <= CLOSE_THRESHOLD
     }
 
-    /// `cfq_preempt_queue`: `key` takes over; it goes to the front of its tree.
+    /// `cfq_preempt_queue`: `key` takes over; it goes to the front of its tree, and a change
+    /// of workload type drops the saved workload slice.
     pub(super) fn preempt(&mut self, key: QueueKey, now: Nanos) {
+        let old_type = self.active.as_ref().map(|a| self.workload_type(a.key));
         self.expire(now, true);
+        if self.workload_trees && old_type != Some(self.workload_type(key)) {
+            self.workload_expires = None;
+        }
         self.service_tree_add(key, true, now);
     }
 
@@ -132,6 +251,17 @@ impl Cfq {
             history.ttime_total = (7 * history.ttime_total + 256 * ttime) / 8;
             history.ttime_mean = (history.ttime_total + 128) / history.ttime_samples;
         }
+        if sync {
+            // The same for the queue's service tree (`st->ttime`).
+            let tree = self.queue(key).tree;
+            let tree_time = &mut self.tree_ttime[tree];
+            let elapsed = now.saturating_sub(tree_time.last_end_request);
+            let ttime = elapsed.min(slice_idle.saturating_mul(2));
+            tree_time.samples = (7 * tree_time.samples + 256) / 8;
+            tree_time.total = (7 * tree_time.total + 256 * ttime) / 8;
+            tree_time.mean = (tree_time.total + 128) / tree_time.samples;
+        }
+        let history = self.history_mut(key, now);
         // `cfq_update_io_seektime`.
         let distance = if history.last_request_pos != 0 {
             request.offset.abs_diff(history.last_request_pos)
@@ -170,47 +300,97 @@ impl Cfq {
             let key = active.key;
             let queue = self.queue(key);
             let keep = if self.slice_used(now) {
-                false
+                // The only busy queue, still waiting for what it sent: keep idling for it.
+                self.workload_trees
+                    && self.busy_queues() == 1
+                    && queue.sort.is_empty()
+                    && queue.dispatched > 0
+                    && self.should_idle(key)
             } else if !queue.sort.is_empty() {
                 return Select::Queue(key);
             } else if let Some(until) = active.idle_until {
                 return Select::Wait(until);
             } else {
+                if self.workload_trees {
+                    self.drop_seeky_idle_window(key, now);
+                }
                 // Let what is in flight complete: it may bring the next request with it.
-                queue.dispatched > 0 && self.should_idle(key)
+                self.queue(key).dispatched > 0 && self.should_idle(key)
             };
             if keep {
                 return Select::Nothing;
             }
             self.expire(now, false);
         }
-        let next = if let Some(&key) = self.trees[RT].values().next() {
-            key
-        } else if let Some(&key) = self.trees[BE].values().next() {
-            key
-        } else if let Some(&key) = self.trees[IDLE].values().next() {
-            if self.rt_be_in_flight > 0 {
-                return Select::Nothing;
-            }
-            if let Some(last) = self.last_rt_be_end {
-                let grace_end = last.saturating_add(IDLE_DELAY);
-                if now < grace_end {
-                    return Select::Wait(grace_end);
+        let next = if self.workload_trees {
+            self.choose_workload(now);
+            if self.serving_class == IDLE {
+                self.idle_class_next(now)
+            } else {
+                match self.trees[tree_index(self.serving_class, self.serving_type)]
+                    .values()
+                    .next()
+                {
+                    Some(&key) => Ok(key),
+                    None => Err(Select::Nothing),
                 }
             }
-            key
+        } else if let Some(&key) = self.trees[tree_index(RT, SYNC_WL)].values().next() {
+            Ok(key)
+        } else if let Some(&key) = self.trees[tree_index(BE, SYNC_WL)].values().next() {
+            Ok(key)
         } else {
-            return Select::Nothing;
+            self.idle_class_next(now)
+        };
+        let next = match next {
+            Ok(key) => key,
+            Err(select) => return select,
         };
         self.active = Some(Active {
             key: next,
             slice_new: true,
+            slice_start: 0,
             slice_end: 0,
             slice_dispatch: 0,
             fifo_checked: false,
             idle_until: None,
         });
         Select::Queue(next)
+    }
+
+    /// The first idle-class queue, once no RT or BE request is in flight and the grace
+    /// period after the last one has passed.
+    fn idle_class_next(&self, now: Nanos) -> Result<QueueKey, Select> {
+        let Some(&key) = self.trees[tree_index(IDLE, 0)].values().next() else {
+            return Err(Select::Nothing);
+        };
+        if self.rt_be_in_flight > 0 {
+            return Err(Select::Nothing);
+        }
+        if let Some(last) = self.last_rt_be_end {
+            let grace_end = last.saturating_add(IDLE_DELAY);
+            if now < grace_end {
+                return Err(Select::Wait(grace_end));
+            }
+        }
+        Ok(key)
+    }
+
+    /// A seeky queue that still has its idle window gives it up when it has used less than
+    /// half of its slice (`cfq_select_queue`, 2.6.37+): idling for it is not worth it.
+    fn drop_seeky_idle_window(&mut self, key: QueueKey, now: Nanos) {
+        let active = self.active.as_ref().expect("a queue is active");
+        let (slice_new, start, end) = (active.slice_new, active.slice_start, active.slice_end);
+        let Some(history) = self.history.get_mut(&key) else {
+            return;
+        };
+        if history.seeky()
+            && history.idle_window
+            && (slice_new || end.saturating_sub(now) > now.saturating_sub(start))
+        {
+            history.deep = false;
+            history.idle_window = false;
+        }
     }
 }
 

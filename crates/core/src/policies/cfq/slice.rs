@@ -11,6 +11,8 @@ pub(super) struct Active {
     pub(super) key: QueueKey,
     /// No request of this slice has completed yet, so `slice_end` is not set (`slice_new`).
     pub(super) slice_new: bool,
+    /// When the slice's clock started (`slice_start`).
+    pub(super) slice_start: Nanos,
     pub(super) slice_end: Nanos,
     /// Requests dispatched in this slice (`slice_dispatch`).
     pub(super) slice_dispatch: u64,
@@ -43,10 +45,23 @@ impl Cfq {
             .map_or(matches!(key, QueueKey::Sync(_)), |h| h.idle_window)
     }
 
-    /// `cfq_should_idle`, without workload types: sync queues of RT and BE whose window is open.
+    /// `cfq_should_idle`: not for the idle class or with `slice_idle` 0; for a sync queue
+    /// whose idle window is open; and with workload trees also for the last queue of its
+    /// tree (the sync-noidle tree's idle at its end, which lets a workload of seeky readers
+    /// keep the disk from the others), unless the tree's think time is too long.
     pub(super) fn should_idle(&self, key: QueueKey) -> bool {
         let queue = self.queue(key);
-        queue.class != IDLE && queue.sync && self.idle_window(key)
+        if self.slice_idle == 0 || queue.class == IDLE {
+            return false;
+        }
+        if queue.sync && self.idle_window(key) {
+            return true;
+        }
+        if !self.workload_trees || !queue.sync || queue.tree_key.is_none() {
+            return false;
+        }
+        let ttime = &self.tree_ttime[queue.tree];
+        self.trees[queue.tree].len() == 1 && !(ttime.samples > SAMPLES_VALID && ttime.mean > self.slice_idle)
     }
 
     /// `cfq_slice_used` for the active queue.
@@ -113,7 +128,7 @@ impl Cfq {
         if self.low_latency {
             // `cfq_group_get_avg_queues`: follows increases quickly, decreases slowly.
             let rt = class == RT;
-            let busy = self.trees[if rt { RT } else { BE }].len() as u64;
+            let busy = self.class_busy(if rt { RT } else { BE }) as u64;
             let average = &mut self.busy_queues_avg[usize::from(rt)];
             let (low, high) = ((*average).min(busy), (*average).max(busy));
             *average = ((HIST_DIVISOR - 1) * high + low + HIST_DIVISOR / 2) / HIST_DIVISOR;
@@ -127,6 +142,7 @@ impl Cfq {
             }
         }
         let active = self.active.as_mut().expect("a queue is active");
+        active.slice_start = now;
         active.slice_end = now.saturating_add(slice);
     }
 
@@ -168,10 +184,16 @@ impl Cfq {
                 return false;
             }
             let busy = self.busy_queues();
-            if busy > 1 && self.slice_used_soon(queue.dispatched, now) {
+            // The only busy sync queue goes as deep as it likes (3.3+'s promote_sync).
+            let promote_sync = self.workload_trees && queue.sync && self.busy_sync_queues == 1;
+            if busy > 1 && self.slice_used_soon(queue.dispatched, now) && !promote_sync {
                 return false;
             }
-            max_dispatch = if busy == 1 { u64::MAX } else { self.quantum };
+            max_dispatch = if busy == 1 || promote_sync {
+                u64::MAX
+            } else {
+                self.quantum
+            };
         }
         if !queue.sync && self.low_latency {
             let since_delay = match self.last_delayed_sync {
@@ -239,6 +261,14 @@ impl Cfq {
             self.last_rt_be_end = Some(now);
         }
         if request.sync {
+            // The tree it is on while busy, else the one it would join (`cfqq->service_tree`).
+            let queue = self.queue(key);
+            let tree = if queue.tree_key.is_some() {
+                queue.tree
+            } else {
+                self.tree_of(key)
+            };
+            self.tree_ttime[tree].last_end_request = now;
             self.history_mut(key, now).last_end_request = now;
             if request.arrival.saturating_add(self.fifo_expire[1]) <= now {
                 self.last_delayed_sync = Some(now);

@@ -282,11 +282,20 @@ fn idles_for_the_active_flow() {
 fn slice_idle_zero_disables_idling() {
     let mut policy = Cfq::new();
     policy.set_tunable("slice_idle", 0).unwrap();
+    assert_eq!(after_the_first_of_two_readers(&mut policy), Some(2));
+}
+
+/// Flows 0 and 1 each queue a read (ids 1 and 2); the first is served and completes at 1 ms.
+/// Returns the id dispatched then, if any.
+fn after_the_first_of_two_readers(policy: &mut Cfq) -> Option<u64> {
     policy.insert(read(1, 0, 0, 0), 0);
     policy.insert(read(2, 1, GIB, 0), 0);
-    let first = take(&mut policy, 0);
+    let first = take(policy, 0);
     policy.completed(&first, MS);
-    assert_eq!(take(&mut policy, MS).id.0, 2);
+    match policy.dispatch(MS) {
+        Dispatch::Request(request) => Some(request.id.0),
+        _ => None,
+    }
 }
 
 // Proves the seek rule: once more than 4 of a flow's last 32 requests were seeks, CFQ stops
@@ -716,3 +725,185 @@ fn tunables_round_trip() {
     assert_eq!(Cfq::new().prio_slice(false, 4), 40 * MS);
     assert_eq!(Cfq::new().prio_to_maxrq(0), 32);
 }
+
+/// Marks flow `flow`'s history seeky, its idle window closed (as 32 far requests would).
+fn make_seeky(policy: &mut Cfq, flow: u32) {
+    let history = policy.history_mut(QueueKey::Sync(FlowId(flow)), 0);
+    history.seek_history = u32::MAX;
+    history.idle_window = false;
+}
+
+// Proves the sync-noidle tree's idle at its end (cfq_should_idle's st->count == 1 rule): a
+// seeky reader alone in its tree is idled on, so a sequential writer's async queue waits;
+// with a second seeky reader in the tree there is no idling; without workload trees (2.6.32
+// and before) the lone seeky reader is not idled on either.
+#[test]
+fn the_last_sync_noidle_queue_is_idled_on() {
+    for workload_trees in [1, 0] {
+        let mut policy = Cfq::new();
+        policy.set_tunable("workload_trees", workload_trees).unwrap();
+        make_seeky(&mut policy, 0);
+        policy.insert(read(1, 0, 0, 0), 0);
+        let first = take(&mut policy, 0);
+        policy.completed(&first, MS);
+        let mut write = request(2, Op::Write, 2 * GIB, 4096);
+        write.flow = FlowId(1);
+        write.sync = false;
+        policy.insert(write, MS);
+        let next = policy.dispatch(MS);
+        if workload_trees == 1 {
+            assert_eq!(next, Dispatch::WaitUntil(9 * MS));
+        } else {
+            assert!(matches!(&next, Dispatch::Request(r) if r.id.0 == 2), "{next:?}");
+        }
+    }
+    // Two seeky readers share the tree: the second is served at once.
+    let mut policy = Cfq::new();
+    make_seeky(&mut policy, 0);
+    make_seeky(&mut policy, 1);
+    assert_eq!(after_the_first_of_two_readers(&mut policy), Some(2));
+}
+
+// Proves cfq_choose_wl_type and the workload slice: the workload whose first queue waited
+// longest (lowest rb_key) is served; a sync workload's slice is its queues' share of
+// target_latency (300 ms x 2 of 3 busy queues), an async one's that share scaled by
+// slice_async / slice_sync (300 x 1/2 x 40/100), never below 2 x slice_idle for sync.
+#[test]
+fn workloads_are_chosen_by_rb_key_with_a_slice_per_queue() {
+    let mut policy = Cfq::new();
+    make_seeky(&mut policy, 1);
+    make_seeky(&mut policy, 2);
+    policy.insert(read(1, 1, 0, 0), 0);
+    policy.insert(read(2, 2, GIB, 0), 0);
+    policy.insert(read(3, 0, 2 * GIB, MS), MS);
+    policy.choose_workload(2 * MS);
+    assert_eq!((policy.serving_class, policy.serving_type), (BE, SYNC_NOIDLE_WL));
+    assert_eq!(policy.workload_expires, Some(2 * MS + 200 * MS));
+
+    let mut policy = Cfq::new();
+    let mut write = request(1, Op::Write, 0, 4096);
+    write.flow = FlowId(1);
+    write.sync = false;
+    policy.insert(write, 0);
+    policy.insert(read(2, 0, GIB, MS), MS);
+    policy.choose_workload(2 * MS);
+    assert_eq!(policy.serving_type, ASYNC_WL);
+    assert_eq!(policy.workload_expires, Some(2 * MS + 60 * MS));
+    // A lone sync queue among 8 async ones gets 1/9 of target_latency, and never less
+    // than 2 x slice_idle (16 ms above 100 ms / 9).
+    let mut policy = Cfq::new();
+    policy.set_tunable("target_latency", 100).unwrap();
+    make_seeky(&mut policy, 0);
+    policy.insert(read(1, 0, 0, 0), 0);
+    for flow in 1..=8u8 {
+        let mut write = request(u64::from(flow) + 1, Op::Write, GIB, 4096);
+        write.flow = FlowId(u32::from(flow));
+        write.sync = false;
+        write.prio = prio(IoPrioClass::Be, flow - 1);
+        policy.insert(write, MS);
+    }
+    policy.choose_workload(2 * MS);
+    assert_eq!(policy.serving_type, SYNC_NOIDLE_WL);
+    assert_eq!(policy.workload_expires, Some(2 * MS + 16 * MS));
+}
+
+// Proves "an idle queue should not be idle now" (cfq_should_preempt, 2.6.33+): a seeky
+// reader with its request in flight and nothing queued, which does not idle (a second
+// sync-noidle queue is busy), is preempted by a sequential reader's request, far from the
+// head; without workload trees the sequential reader waits its turn.
+#[test]
+fn an_empty_queue_that_does_not_idle_is_preempted() {
+    for workload_trees in [1, 0] {
+        let mut policy = Cfq::new();
+        policy.set_tunable("workload_trees", workload_trees).unwrap();
+        make_seeky(&mut policy, 1);
+        make_seeky(&mut policy, 2);
+        policy.insert(read(1, 1, 0, 0), 0);
+        policy.insert(read(2, 2, GIB, 0), 0);
+        let first = take(&mut policy, 0);
+        assert_eq!(first.flow, FlowId(1));
+        policy.insert(read(3, 0, 3 * GIB, MS / 2), MS / 2);
+        policy.completed(&first, MS);
+        let next = take(&mut policy, MS);
+        let expected = if workload_trees == 1 { 0 } else { 2 };
+        assert_eq!(next.flow, FlowId(expected), "workload_trees={workload_trees}");
+    }
+}
+
+// Proves the 3.3+ promote_sync rule: the only busy sync queue may go past quantum in flight
+// while an async queue is busy too; without workload trees (2.6.3x) it stops at quantum.
+#[test]
+fn the_only_sync_queue_goes_deep() {
+    for (workload_trees, depth) in [(1, 20), (0, 8)] {
+        let mut policy = Cfq::new();
+        policy.set_tunable("workload_trees", workload_trees).unwrap();
+        // A deep sequential reader (idle window open), and a writer's async queue.
+        for i in 0..20 {
+            policy.insert(read(i, 0, i * 4096, 0), 0);
+        }
+        let mut write = request(100, Op::Write, 2 * GIB, 4096);
+        write.flow = FlowId(1);
+        write.sync = false;
+        policy.insert(write, 0);
+        // The slice clock starts with the first completion.
+        let first = take(&mut policy, 0);
+        policy.completed(&first, MS);
+        let mut sent = 0;
+        while let Dispatch::Request(request) = policy.dispatch(MS) {
+            assert_eq!(request.flow, FlowId(0));
+            sent += 1;
+        }
+        assert_eq!(sent, depth - usize::from(workload_trees == 1), "workload_trees={workload_trees}");
+    }
+}
+
+// Proves the 2.6.37+ rule that a seeky queue with an open idle window (it queued deeply once)
+// loses the window when its queue empties early in its slice: it is no longer idled on
+// beyond the end-of-tree idle.
+#[test]
+fn a_seeky_queue_loses_its_idle_window_early() {
+    let key = QueueKey::Sync(FlowId(0));
+    // Flow 0 seeky but deep (its window open); flows 0 and 1 each queue a read; flow 0's is
+    // sent. Returns the policy and what it does next.
+    let start = |workload_trees: u64| {
+        let mut policy = Cfq::new();
+        policy.set_tunable("workload_trees", workload_trees).unwrap();
+        let history = policy.history_mut(key, 0);
+        history.seek_history = u32::MAX;
+        history.deep = true;
+        history.idle_window = true;
+        policy.insert(read(1, 0, 0, 0), 0);
+        policy.insert(read(2, 1, GIB, 0), 0);
+        assert_eq!(take(&mut policy, 0).id.0, 1);
+        let next = policy.dispatch(0);
+        (policy, next)
+    };
+    // Flow 0's queue is empty with its request in flight: the window closes, and flow 1,
+    // in the same tree, is served instead of waiting for flow 0's next request.
+    let (policy, next) = start(1);
+    assert!(matches!(next, Dispatch::Request(r) if r.id.0 == 2));
+    assert!(!policy.idle_window(key));
+    assert!(!policy.history[&key].deep);
+    // Without workload trees (before 2.6.37) the window stays open and CFQ waits.
+    let (policy, next) = start(0);
+    assert_eq!(next, Dispatch::Empty);
+    assert!(policy.idle_window(key));
+}
+
+// Proves the 2.6.33+ preemption rules: while the only sync-noidle queue idles with nothing
+// queued, a second sync-noidle queue's request preempts it at once.
+#[test]
+fn a_second_sync_noidle_queue_preempts() {
+    let mut policy = Cfq::new();
+    make_seeky(&mut policy, 0);
+    make_seeky(&mut policy, 1);
+    policy.insert(read(1, 0, 0, 0), 0);
+    let first = take(&mut policy, 0);
+    policy.completed(&first, MS);
+    // The lone sync-noidle queue idles at the end of its tree.
+    assert_eq!(policy.active.as_ref().and_then(|a| a.idle_until), Some(9 * MS));
+    // Far from the head (no close-request preemption), yet served at once.
+    policy.insert(read(2, 1, 5 * GIB, 2 * MS), 2 * MS);
+    assert_eq!(take(&mut policy, 2 * MS).id.0, 2);
+}
+
