@@ -27,7 +27,13 @@
 //!   to `slice_idle` for its next one if the queue is sequential (throughput) or the queues and
 //!   groups with work do not all weigh the same (service guarantees:
 //!   `idling_needed_for_service_guarantees`).
-//! - **Preemption.** A request of the RT class ends a non-RT queue's turn.
+//! - **Preemption.** A queue that becomes busy with a higher class (RT over BE over IDLE) or a
+//!   higher weight than the queue in service ends its turn
+//!   (`bfq_bfqq_higher_class_or_weight`, in `bfq_bfqq_handle_idle_busy_switch`): weights of
+//!   two queues of one group compare directly, of queues in different groups their groups'.
+//!   The kernel also asks that the newcomer be next in the root's schedule
+//!   (`next_queue_may_preempt`) and preempts an in-service queue that no longer needs idling;
+//!   neither is modelled.
 //! - **Depth limits** (`bfq_limit_depth`, [`Policy::may_allocate`]): reads may take every one
 //!   of the `nr_requests` scheduler requests, sync writes three quarters, async I/O half; and a
 //!   queue (or a cgroup above it) holding its weight's share of that limit already takes no
@@ -730,7 +736,6 @@ impl Bfq {
         let key = self.queue_for(&request);
         let dir = usize::from(!request.sync);
         let expires = now.saturating_add(self.fifo_expire[dir]);
-        let rt = request.prio.effective_class() == IoPrioClass::Rt;
         let queue = self.queues.get_mut(&key).expect("just made");
         let sort_key = (request.offset, request.id);
         queue.fifo.insert((expires, request.id), request.offset);
@@ -738,16 +743,48 @@ impl Bfq {
         queue.sort.insert(sort_key, Entry { request, expires });
         let (leaf, budget) = (queue.leaf, queue.budget);
         self.queued += 1;
-        if !self.fq.is_active(leaf).expect("live leaf") {
+        let became_busy = !self.fq.is_active(leaf).expect("live leaf");
+        if became_busy {
             self.fq.activate(leaf, budget.max(len)).expect("live leaf");
         }
         if self.active == Some(key) {
             self.idle_until = None;
         } else if let Some(active) = self.active {
-            let active_rt = self.fq.class(self.queues[&active].leaf).ok() == Some(IoPrioClass::Rt);
-            if rt && !active_rt {
+            // bfq_bfqq_handle_idle_busy_switch: a queue that becomes busy with a higher class
+            // or weight than the one in service ends its turn.
+            if became_busy && self.higher_class_or_weight(key, active) {
                 self.expire(now, Expiration::Preempted);
             }
+        }
+    }
+
+    /// `bfq_bfqq_higher_class_or_weight`: whether queue `new` is of a higher class than
+    /// `active` (RT over BE over IDLE), or weighs more: the queues' own weights when they share
+    /// a group, else their groups' weights (a queue of the root group its own).
+    fn higher_class_or_weight(&self, new: QueueKey, active: QueueKey) -> bool {
+        let (new, active) = (self.queues[&new].leaf, self.queues[&active].leaf);
+        let rank = |class: IoPrioClass| match class {
+            IoPrioClass::Rt => 0,
+            IoPrioClass::Be | IoPrioClass::None => 1,
+            IoPrioClass::Idle => 2,
+        };
+        let class = |leaf| self.fq.class(leaf).expect("live leaf");
+        if rank(class(new)) < rank(class(active)) {
+            return true;
+        }
+        let parent = |leaf| self.fq.parent(leaf).expect("live leaf");
+        let weight = |leaf: LeafId| -> u32 {
+            match parent(leaf) {
+                Some(group) if self.fq.parent(group).expect("live group").is_some() => {
+                    self.fq.weight(group).expect("live group")
+                }
+                _ => self.fq.weight(leaf).expect("live leaf"),
+            }
+        };
+        if parent(new) == parent(active) {
+            self.fq.weight(new).expect("live leaf") > self.fq.weight(active).expect("live leaf")
+        } else {
+            weight(new) > weight(active)
         }
     }
 
@@ -1194,5 +1231,45 @@ mod tests {
         waiters.admit(&mut elevator, 2 * MICROSECOND, |id, _, _| admitted.push(id.0));
         assert_eq!(admitted, [1, 2, 9, 3]);
         assert!(waiters.is_empty());
+    }
+
+    // Proves bfq_bfqq_higher_class_or_weight: a queue that becomes busy weighing more than
+    // the one in service (BE level 0, weight 80, against BE level 7, weight 10) ends its turn
+    // at once; a lighter one does not; a higher class does whatever the weights (BE level 7
+    // over IDLE).
+    #[test]
+    fn a_heavier_or_higher_class_newcomer_preempts() {
+        let idle = IoPrio::new(IoPrioClass::Idle, 0).unwrap();
+        for (serving, newcomer, preempts) in [
+            (be(7), be(0), true),
+            (be(0), be(7), false),
+            (be(4), be(4), false),
+            (idle, be(7), true),
+        ] {
+            let mut policy = Bfq::new();
+            // The serving flow has two requests, so its turn goes on after the first.
+            for (id, offset) in [(1, 0), (2, 65536)] {
+                let mut r = request(id, Op::Read, offset, 65536);
+                (r.flow, r.prio) = (FlowId(1), serving);
+                policy.insert(r, 0);
+            }
+            let first = match policy.dispatch(0) {
+                Dispatch::Request(r) => r,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(first.flow, FlowId(1));
+            let mut r = request(3, Op::Read, 1 << 40, 65536);
+            (r.flow, r.prio) = (FlowId(2), newcomer);
+            policy.insert(r, MICROSECOND);
+            let next = match policy.dispatch(MICROSECOND) {
+                Dispatch::Request(r) => r.flow,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(
+                next == FlowId(2),
+                preempts,
+                "serving {serving:?}, newcomer {newcomer:?}"
+            );
+        }
     }
 }
