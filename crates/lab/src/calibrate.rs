@@ -8,6 +8,11 @@
 //! least 1.8x at depth 32 while the 99.99th percentile grows at least 5x (seed 004); the write
 //! cache makes random writes clearly faster. An NVMe SSD reads 4 KiB in 70-130 us at depth 1
 //! and scales with depth up to its parallelism.
+//!
+//! It also runs the seeds' own tables with the setup each names, one setting for every row:
+//! seed 003's sequential and random readers and sequential writers at 1, 4 and 16 jobs (2.6.31
+//! cfq, a drive with 31 tags) and seed 000's no-load 64 KiB random read, each within 25%. A
+//! row the models do not reproduce yet is reported as a GAP with the reason, not hidden.
 
 use crate::progress::Progress;
 use crate::setup::Setup;
@@ -35,7 +40,37 @@ struct Scenario {
     device: &'static str,
     device_settings: &'static [(&'static str, &'static str)],
     job: String,
+    /// The policy and its settings when the row reproduces a seed's table (else the
+    /// `--policy` given).
+    policy: Option<(&'static str, &'static [(&'static str, &'static str)])>,
 }
+
+/// Seed 003's "Vanilla CFQ" tables (Tests 1-3): aggregate KiB/s of 1, 4 and 16 jobs, each
+/// with a 2 GB file of its own, 4 KiB direct I/O for 30 s, on a 7200 rpm SATA drive with a
+/// queue depth of 31 under Linux 2.6.31's cfq.
+pub const SEED003_TABLE: &[(&str, u32, f64)] = &[
+    ("read", 1, 35499.0),
+    ("read", 4, 29411.0),
+    ("read", 16, 28921.0),
+    ("write", 1, 22669.0),
+    ("write", 4, 23174.0),
+    ("write", 16, 20601.0),
+    ("randread", 1, 484.0),
+    ("randread", 4, 405.0),
+    ("randread", 16, 328.0),
+];
+
+/// Seed 000's Table 3 no-load figure: 64 KiB random reads of a 10 GB file, nothing cached,
+/// one at a time, mean latency 8.91 ms (Linux 2.6.18, anticipatory, a SATA disk taking one
+/// command at a time).
+pub const SEED000_NO_LOAD_MS: f64 = 8.91;
+
+/// Seed 003's random-reader rows are not yet reproduced: the mechanisms that make the seed's
+/// aggregate fall with more readers (ext3's indirect-block reads on a cold cache, the short
+/// seeks' settle time, the drive's queue) are not all modelled; issue 17's note has the
+/// analysis.
+const SEED003_RANDOM_GAP: &str = "random readers: ext3 indirect-block reads and short-seek \
+                                  settling are not modelled yet";
 
 fn job(rw: &str, bs: &str, engine: &str, iodepth: u32, runtime_s: u64) -> String {
     format!(
@@ -53,36 +88,42 @@ fn scenarios(quick: bool) -> Vec<Scenario> {
             device: "hdd",
             device_settings: &[],
             job: job("randread", "4k", "psync", 1, long),
+            policy: None,
         },
         Scenario {
             name: "hdd randread 4k qd32",
             device: "hdd",
             device_settings: &[],
             job: job("randread", "4k", "libaio", 32, long),
+            policy: None,
         },
         Scenario {
             name: "hdd read 4k sync",
             device: "hdd",
             device_settings: &[],
             job: job("read", "4k", "psync", 1, short),
+            policy: None,
         },
         Scenario {
             name: "hdd read 1m",
             device: "hdd",
             device_settings: &[],
             job: job("read", "1m", "psync", 1, short),
+            policy: None,
         },
         Scenario {
             name: "hdd randwrite 4k cache on",
             device: "hdd",
             device_settings: &[("write_cache", "on")],
             job: job("randwrite", "4k", "psync", 1, short * 3),
+            policy: None,
         },
         Scenario {
             name: "hdd randwrite 4k cache off",
             device: "hdd",
             device_settings: &[("write_cache", "off")],
             job: job("randwrite", "4k", "psync", 1, short * 3),
+            policy: None,
         },
     ];
     for depth in [1u32, 4, 16, 64, 128] {
@@ -97,8 +138,33 @@ fn scenarios(quick: bool) -> Vec<Scenario> {
                 depth,
                 ssd,
             ),
+            policy: None,
         });
     }
+    let seed_runtime = if quick { 10 } else { 30 };
+    for &(rw, jobs, _) in SEED003_TABLE {
+        list.push(Scenario {
+            name: Box::leak(format!("seed003 {rw} 4k x{jobs}").into_boxed_str()),
+            device: "hdd",
+            device_settings: &[("queue_depth", "31")],
+            job: format!(
+                "[seed003]\nrw={rw}\nbs=4k\nsize=2g\ndirect=1\nnumjobs={jobs}\n\
+                 runtime={seed_runtime}\ntime_based=1\n"
+            ),
+            policy: Some(("cfq", &[("workload_trees", "0"), ("nr_requests", "128")])),
+        });
+    }
+    list.push(Scenario {
+        name: "seed000 randread 64k",
+        device: "hdd",
+        device_settings: &[("queue_depth", "1")],
+        job: format!(
+            "[seed000]\nfilename=index\nrw=randread\nbs=64k\nsize=10g\nioengine=psync\n\
+             runtime={}\ntime_based=1\n",
+            if quick { 20 } else { 60 }
+        ),
+        policy: Some(("anticipatory", &[("nr_requests", "128")])),
+    });
     list
 }
 
@@ -129,6 +195,8 @@ pub struct Check {
     pub target: String,
     /// Whether the figure meets the target.
     pub pass: bool,
+    /// Why a missed target is a known gap rather than a failure, if it is one.
+    pub gap: Option<String>,
 }
 
 fn figures(name: &'static str, report: RunReport) -> Figures {
@@ -138,12 +206,24 @@ fn figures(name: &'static str, report: RunReport) -> Figures {
         .map(|&d| (d, job.dir(d)))
         .max_by_key(|(_, s)| s.total_ios)
         .expect("three directions");
-    let _ = dir;
     let seconds = job.runtime as f64 / 1e9;
+    // Several jobs (a seed's table row): their sum, over the longest runtime.
+    let (ios, bytes, seconds) = if report.jobs.len() > 1 {
+        let longest = report.jobs.iter().map(|j| j.runtime).max().unwrap_or(1) as f64 / 1e9;
+        report
+            .jobs
+            .iter()
+            .fold((0u64, 0u64, longest), |(i, b, s), j| {
+                let d = j.dir(dir);
+                (i + d.total_ios, b + d.io_bytes, s)
+            })
+    } else {
+        (stats.total_ios, stats.io_bytes, seconds)
+    };
     Figures {
         name,
-        iops: stats.total_ios as f64 / seconds,
-        bandwidth: stats.io_bytes as f64 / seconds,
+        iops: ios as f64 / seconds,
+        bandwidth: bytes as f64 / seconds,
         clat_mean: stats.clat.mean(),
         clat_p9999: stats.clat.percentile(99.99) as f64,
         report,
@@ -176,15 +256,19 @@ pub fn measure(options: &Options, progress: &dyn Progress) -> Result<Vec<Figures
             let file =
                 parse::parse_str(&scenario.job, "calibration.fio", Path::new("."), &|_| None)
                     .map_err(anyhow::Error::msg)?;
-            let config = SimConfig {
+            let (policy, settings) = scenario.policy.unwrap_or((&options.policy, &[]));
+            let mut config = SimConfig {
                 device: scenario.device.into(),
                 device_settings: scenario
                     .device_settings
                     .iter()
                     .map(|(n, v)| (n.to_string(), v.to_string()))
                     .collect(),
-                ..base.config(&options.policy)?
+                ..base.config(policy)?
             };
+            config
+                .policy_settings
+                .extend(settings.iter().map(|(n, v)| (n.to_string(), v.to_string())));
             let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
             let f = figures(scenario.name, report);
             progress.finished(scenario.name, &format!("{:.1} IOPS", f.iops));
@@ -207,6 +291,7 @@ pub fn check(measured: &[Figures]) -> Vec<Check> {
             figure,
             target: target.to_string(),
             pass,
+            gap: None,
         });
     };
     if let (Some(qd1), Some(qd32)) = (
@@ -312,6 +397,32 @@ pub fn check(measured: &[Figures]) -> Vec<Check> {
             ),
             rising && scaled >= parallelism / 4.0 && flat < 1.25,
         );
+    }
+    for &(rw, jobs, target) in SEED003_TABLE {
+        let Some(row) = results.get(format!("seed003 {rw} 4k x{jobs}").as_str()) else {
+            continue;
+        };
+        let kib = row.bandwidth / 1024.0;
+        let ratio = kib / target;
+        let pass = (0.75..=1.25).contains(&ratio);
+        checks.push(Check {
+            name: format!("seed 003 table: {rw} 4 KiB direct, {jobs} job(s), aggregate"),
+            figure: format!("{kib:.0} KiB/s = {ratio:.2}x"),
+            target: format!("{target:.0} KiB/s +-25%"),
+            pass,
+            gap: (!pass && rw == "randread").then(|| SEED003_RANDOM_GAP.to_string()),
+        });
+    }
+    if let Some(row) = results.get("seed000 randread 64k") {
+        let ms = row.clat_mean / 1e6;
+        let ratio = ms / SEED000_NO_LOAD_MS;
+        checks.push(Check {
+            name: "seed 000 Table 3: no-load 64 KiB random read, mean latency".into(),
+            figure: format!("{ms:.2} ms = {ratio:.2}x"),
+            target: format!("{SEED000_NO_LOAD_MS} ms +-25%"),
+            pass: (0.75..=1.25).contains(&ratio),
+            gap: None,
+        });
     }
     checks
 }
