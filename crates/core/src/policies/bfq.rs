@@ -1,5 +1,6 @@
-//! `bfq`: Budget Fair Queueing (Linux's block/bfq-iosched.c) over the common fair-queuing
-//! layer, without the low-latency heuristics (weight raising).
+//! `bfq`: Budget Fair Queueing (Linux's block/bfq-iosched.c, the rules of 5.x/6.x) over the
+//! common fair-queuing layer, with interactive weight raising (`low_latency`, on by default as
+//! in the kernel) but without soft real-time raising, burst detection or I/O injection.
 //!
 //! - **Queues.** Each flow's synchronous requests have a queue of their own; asynchronous
 //!   requests share one queue per cgroup, class and level. A queue is a leaf of the common
@@ -40,7 +41,16 @@
 //!   more (`bfqq_request_over_limit`, each class weighing 8 times the one below), so an IDLE
 //!   backup beside busy best-effort readers holds a request or two, not the device's queue.
 //!   Linux gives such a queue a shallow tag depth of 1; we let it hold its share, at least 1.
-//!   Without weight raising, the weight-raised depths (`async_depths[1]`) are never used.
+//!   While a weight-raised queue is busy, sync writes get 6/16 and async I/O 3/16
+//!   (`async_depths[1]`).
+//! - **Weight raising** (`low_latency`): a sync queue that becomes busy after 2 s of silence
+//!   since its last turn's budget timeout, or new, is interactive
+//!   (`bfq_bfqq_handle_idle_busy_switch`): it weighs 30 times its weight (`bfq_wr_coeff`) for
+//!   `bfq_wr_duration`, 7 s times 109 MB/s over the peak rate, within 3 and 25 s
+//!   (`wr_max_time` overrides it); the raising ends when that time is up, checked when the
+//!   queue becomes busy and at each of its dispatches (`bfq_update_wr_data`). Not modelled:
+//!   soft real-time raising, large-burst detection (many queues starting together are not
+//!   raised in the kernel), and injection of other queues' I/O while idling.
 
 use super::PolicyInfo;
 use crate::fq::{CgroupTree, FairQueue, LeafId};
@@ -112,14 +122,41 @@ pub const TUNABLES: &[TunableSpec] = &[
         max: 1_000,
         doc: "how many times a backward seek counts its distance",
     },
+    TunableSpec {
+        name: "low_latency",
+        unit: Unit::Flag,
+        default: 1,
+        min: 0,
+        max: 1,
+        doc: "weight-raise a sync queue that starts after 2 s of silence (interactive), 30 times \
+              its weight for a time the peak rate sets",
+    },
+    TunableSpec {
+        name: "wr_max_time",
+        unit: Unit::Milliseconds,
+        default: 0,
+        min: 0,
+        max: 3_600_000,
+        doc: "how long an interactive queue stays weight-raised; 0 computes it from the peak \
+              rate, 3 to 25 s (bfq_wr_duration)",
+    },
 ];
+
+/// `bfq_wr_coeff`: the factor of an interactive queue's weight while raised.
+const WR_COEFF: u32 = 30;
+/// `bfq_wr_min_idle_time`: silence after which a queue that starts again is interactive.
+const WR_MIN_IDLE_TIME: Nanos = 2 * SECOND;
+/// `ref_rate[0] * ref_wr_duration[0]` for rotational devices: a device of 14000 << 16
+/// sectors per microsecond (109 MB/s) raises for 7 s, slower ones longer (bfq_wr_duration).
+const REF_RATE: u64 = 109_375_000;
+const REF_WR_DURATION: Nanos = 7 * SECOND;
 
 /// This module's entries in the policy catalog (`iosched policies`).
 pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "bfq",
         aliases: &[],
-        summary: "budget fair queueing over the common layer: per-flow budgets by ioprio weight, cgroups by io.weight, budget feedback, slice_idle (Linux's BFQ without weight raising)",
+        summary: "budget fair queueing over the common layer: per-flow budgets by ioprio weight, cgroups by io.weight, budget feedback, slice_idle, interactive weight raising (Linux's BFQ without soft real-time raising or injection)",
         tunables: TUNABLES,
         build: || Box::new(Bfq::new()),
     },
@@ -168,6 +205,16 @@ struct Queue {
     group: GroupId,
     /// When its last request completed.
     last_completion: Nanos,
+    /// Its weight from its priority, before any raising.
+    weight: u32,
+    /// 1, or [`WR_COEFF`] while weight-raised (`wr_coeff`).
+    wr_coeff: u32,
+    /// When its raising started (`last_wr_start_finish`) and how long it lasts
+    /// (`wr_cur_max_time`).
+    wr_start: Nanos,
+    wr_duration: Nanos,
+    /// When its last turn would have timed out (`budget_timeout`); 0 for a new queue.
+    budget_timeout: Nanos,
 }
 
 /// `BFQQ_SEEKY` (block/bfq-iosched.h, Linux 4.16 on): more than 19 of the last 32 requests
@@ -221,6 +268,10 @@ pub struct Bfq {
     fifo_expire: [Nanos; 2],
     back_seek_max: u64,
     back_seek_penalty: u64,
+    low_latency: bool,
+    wr_max_time: Nanos,
+    /// Queues weight-raised now.
+    raised: usize,
 }
 
 impl Default for Bfq {
@@ -256,6 +307,73 @@ impl Bfq {
             ],
             back_seek_max: TUNABLES[5].default * 1024,
             back_seek_penalty: TUNABLES[6].default,
+            low_latency: TUNABLES[7].default == 1,
+            wr_max_time: from_millis(TUNABLES[8].default),
+            raised: 0,
+        }
+    }
+
+    /// `bfq_wr_duration`: how long an interactive queue is raised, inversely proportional
+    /// to the device's peak rate (7 s at 109 MB/s), between 3 and 25 s; `wr_max_time` if set.
+    fn wr_duration(&self) -> Nanos {
+        if self.wr_max_time > 0 {
+            return self.wr_max_time;
+        }
+        let rate = if self.peak_rate == 0 {
+            REF_RATE
+        } else {
+            self.peak_rate
+        };
+        let duration = u128::from(REF_RATE) * u128::from(REF_WR_DURATION) / u128::from(rate);
+        (duration as Nanos).clamp(3 * SECOND, 25 * SECOND)
+    }
+
+    /// Whether a weight-raised queue is busy (`wr_busy_queues > 0`).
+    fn wr_busy(&self) -> bool {
+        self.raised > 0
+            && self
+                .queues
+                .values()
+                .any(|q| q.wr_coeff > 1 && self.fq.is_active(q.leaf).unwrap_or(false))
+    }
+
+    /// Sets queue `key`'s weight raising to `coeff` (its leaf weighs its weight times it).
+    fn set_wr_coeff(&mut self, key: QueueKey, coeff: u32, now: Nanos) {
+        let duration = self.wr_duration();
+        let queue = self.queues.get_mut(&key).expect("live queue");
+        if queue.wr_coeff == coeff {
+            return;
+        }
+        if coeff > 1 {
+            self.raised += 1;
+        } else {
+            self.raised -= 1;
+        }
+        queue.wr_coeff = coeff;
+        if coeff > 1 {
+            queue.wr_start = now;
+            queue.wr_duration = duration;
+        }
+        let (leaf, weight) = (queue.leaf, (queue.weight * coeff).min(10_000));
+        self.fq.set_weight(leaf, weight).expect("weights are within range");
+    }
+
+    /// `bfq_update_wr_data` and `bfq_update_bfqq_wr_on_rq_arrival`, for a queue that just
+    /// became busy at `now`: raising that has lasted its time ends; a sync queue silent for
+    /// `bfq_wr_min_idle_time` (or new) is interactive and raised.
+    fn update_weight_raising(&mut self, key: QueueKey, now: Nanos) {
+        let queue = &self.queues[&key];
+        if queue.wr_coeff > 1 && now.saturating_sub(queue.wr_start) >= queue.wr_duration {
+            self.set_wr_coeff(key, 1, now);
+        }
+        let queue = &self.queues[&key];
+        let idle_for_long = now > queue.budget_timeout.saturating_add(WR_MIN_IDLE_TIME)
+            || queue.budget_timeout == 0;
+        if self.low_latency && queue.sync && queue.wr_coeff == 1 && idle_for_long {
+            let class = self.fq.class(queue.leaf).expect("live leaf");
+            if class != IoPrioClass::Idle {
+                self.set_wr_coeff(key, WR_COEFF, now);
+            }
         }
     }
 
@@ -317,6 +435,11 @@ impl Bfq {
                     seek_history: 0,
                     group: request.group,
                     last_completion: 0,
+                    weight,
+                    wr_coeff: 1,
+                    wr_start: 0,
+                    wr_duration: 0,
+                    budget_timeout: 0,
                 },
             );
         }
@@ -333,6 +456,9 @@ impl Bfq {
             .collect();
         for key in idle {
             let queue = self.queues.remove(&key).expect("listed");
+            if queue.wr_coeff > 1 {
+                self.raised -= 1;
+            }
             self.by_leaf.remove(&queue.leaf);
             self.fq.remove_leaf(queue.leaf).expect("live leaf");
         }
@@ -407,9 +533,9 @@ impl Bfq {
     }
 
     /// Whether `request` may take one of the `nr_requests` scheduler requests with `in_use`
-    /// taken (`bfq_limit_depth`, without weight raising, so `wr_busy_queues` is 0): reads may
-    /// take all of them, sync writes three quarters (`async_depths[0][1]`), async I/O half
-    /// (`async_depths[0][0]`, `bfq_depth_updated`); and a queue that, or whose cgroup, holds
+    /// taken (`bfq_limit_depth`): reads may take all of them, sync writes three quarters
+    /// (`async_depths[0][1]`), async I/O half (`async_depths[0][0]`, `bfq_depth_updated`),
+    /// and while a weight-raised queue is busy 6/16 and 3/16 (`async_depths[1]`); and a queue that, or whose cgroup, holds
     /// its weight's share of that limit already takes no more (`bfqq_request_over_limit`).
     ///
     /// Where Linux gives an over-limit queue a shallow depth of 1 (it gets a request only
@@ -417,10 +543,19 @@ impl Bfq {
     /// the same intent, without modelling the tag bitmap.
     fn limit_depth(&self, request: &Request, in_use: usize, nr_requests: u32) -> bool {
         let nr_requests = nr_requests as usize;
+        // While a queue is weight-raised, more is kept for sync reads: async I/O 3/16, sync
+        // writes 6/16 (`async_depths[1]`).
+        let raised = self.wr_busy();
         let limit = if request.op == Op::Read {
             nr_requests
         } else if request.sync {
-            (nr_requests * 3 / 4).max(1)
+            if raised {
+                (nr_requests * 6 / 16).max(1)
+            } else {
+                (nr_requests * 3 / 4).max(1)
+            }
+        } else if raised {
+            (nr_requests * 3 / 16).max(1)
         } else {
             (nr_requests / 2).max(1)
         };
@@ -608,6 +743,12 @@ impl Bfq {
     }
 
     fn take(&mut self, key: QueueKey, sort_key: (u64, RequestId), now: Nanos) -> Request {
+        // bfq_dispatch_rq_from_bfqq's bfq_update_wr_data: a raising whose time is up ends at
+        // once, not at the queue's next activation.
+        let queue = &self.queues[&key];
+        if queue.wr_coeff > 1 && now.saturating_sub(queue.wr_start) >= queue.wr_duration {
+            self.set_wr_coeff(key, 1, now);
+        }
         let queue = self.queues.get_mut(&key).expect("queue exists");
         let entry = queue.sort.remove(&sort_key).expect("on the sort list");
         queue.fifo.remove(&(entry.expires, sort_key.1));
@@ -745,6 +886,7 @@ impl Bfq {
         self.queued += 1;
         let became_busy = !self.fq.is_active(leaf).expect("live leaf");
         if became_busy {
+            self.update_weight_raising(key, now);
             self.fq.activate(leaf, budget.max(len)).expect("live leaf");
         }
         if self.active == Some(key) {
@@ -807,6 +949,9 @@ impl Bfq {
                     let key = self.by_leaf[&leaf];
                     self.active = Some(key);
                     self.turn_start = now;
+                    if let Some(queue) = self.queues.get_mut(&key) {
+                        queue.budget_timeout = now.saturating_add(self.timeout_sync);
+                    }
                     self.turn_first_dispatch = None;
                     self.served = 0;
                     self.fifo_checked = false;
@@ -920,6 +1065,8 @@ impl Bfq {
             "fifo_expire_async" => self.fifo_expire[1] / MILLISECOND,
             "back_seek_max" => self.back_seek_max / 1024,
             "back_seek_penalty" => self.back_seek_penalty,
+            "low_latency" => u64::from(self.low_latency),
+            "wr_max_time" => self.wr_max_time / MILLISECOND,
             _ => return Err(crate::tunable::unknown(name, TUNABLES)),
         })
     }
@@ -935,6 +1082,8 @@ impl Bfq {
             "fifo_expire_async" => self.fifo_expire[1] = from_millis(value),
             "back_seek_max" => self.back_seek_max = value * 1024,
             "back_seek_penalty" => self.back_seek_penalty = value,
+            "low_latency" => self.low_latency = value == 1,
+            "wr_max_time" => self.wr_max_time = from_millis(value),
             _ => unreachable!("find() accepted only known names"),
         }
         Ok(())
@@ -968,10 +1117,21 @@ mod tests {
         service: Nanos,
         end: Nanos,
     ) -> Vec<u64> {
-        let mut pending: Vec<(Nanos, usize)> = (0..who.len()).map(|i| (0, i)).collect();
+        readers_from(policy, who, service, 0, end)
+    }
+
+    /// [`readers`] from time `start` (a policy that already ran until then).
+    fn readers_from(
+        policy: &mut Bfq,
+        who: &[(u32, GroupId, IoPrio)],
+        service: Nanos,
+        start: Nanos,
+        end: Nanos,
+    ) -> Vec<u64> {
+        let mut pending: Vec<(Nanos, usize)> = (0..who.len()).map(|i| (start, i)).collect();
         let mut offsets: Vec<u64> = (0..who.len() as u64).map(|i| i << 32).collect();
         let mut got = vec![0; who.len()];
-        let (mut now, mut next_id) = (0, 0);
+        let (mut now, mut next_id) = (start, start);
         while now < end {
             pending.sort();
             while pending.first().is_some_and(|p| p.0 <= now) {
@@ -998,6 +1158,13 @@ mod tests {
             }
         }
         got
+    }
+
+    /// BFQ with `low_latency=0`: no weight raising.
+    fn unraised() -> Bfq {
+        let mut policy = Bfq::new();
+        policy.set_tunable("low_latency", 0).unwrap();
+        policy
     }
 
     fn be(level: u8) -> IoPrio {
@@ -1161,7 +1328,7 @@ mod tests {
     // writes three quarters, and reads every one.
     #[test]
     fn limit_depth_keeps_requests_for_sync_reads() {
-        let mut elevator = crate::Elevator::new(Box::new(Bfq::new()), 8);
+        let mut elevator = crate::Elevator::new(Box::new(unraised()), 8);
         let admitted = (1..=8)
             .filter(|&id| offer(&mut elevator, id, Op::Write, false, id as u32, be(4)))
             .count();
@@ -1183,7 +1350,8 @@ mod tests {
     // (64 x 10 / (40 x 8 + 10) rounds to 2), while the best-effort queue is not limited.
     #[test]
     fn an_idle_queue_holds_its_share_of_the_requests() {
-        let mut elevator = crate::Elevator::new(Box::new(Bfq::new()), 64);
+        // Without weight raising, which would multiply the reader's weight by 30.
+        let mut elevator = crate::Elevator::new(Box::new(unraised()), 64);
         let idle = IoPrio::new(IoPrioClass::Idle, 0).unwrap();
         for id in 1..=8 {
             assert!(offer(&mut elevator, id, Op::Read, true, 1, be(4)));
@@ -1201,7 +1369,8 @@ mod tests {
     // pass each other when the queue has room, and the write goes in once a request frees.
     #[test]
     fn a_read_passes_a_write_waiting_for_its_depth() {
-        let mut elevator = crate::Elevator::new(Box::new(Bfq::new()), 4);
+        // Without weight raising, whose raised reader would shrink the async depth to 3/16.
+        let mut elevator = crate::Elevator::new(Box::new(unraised()), 4);
         let mut waiters = crate::Waiters::new();
         for id in 1..=3 {
             let mut r = request(id, Op::Write, id << 20, 4096);
@@ -1271,5 +1440,85 @@ mod tests {
                 "serving {serving:?}, newcomer {newcomer:?}"
             );
         }
+    }
+
+    // Proves interactive weight raising (bfq_update_bfqq_wr_on_rq_arrival, bfq_update_wr_data,
+    // bfq_wr_duration): a new sync queue weighs 30 times its weight for the time the peak rate
+    // gives (7 s before any is measured); the raising ends when that time is up; a queue that
+    // starts again within 2 s of its last turn is not raised, one silent longer is; async and
+    // IDLE-class queues never are; with low_latency=0 nothing is.
+    #[test]
+    fn interactive_queues_are_weight_raised() {
+        let mut policy = Bfq::new();
+        let read = |policy: &mut Bfq, id: u64, flow: u32, at: Nanos| {
+            let mut r = request(id, Op::Read, id << 20, 4096);
+            r.flow = FlowId(flow);
+            policy.insert(r, at);
+            let Dispatch::Request(r) = policy.dispatch(at) else {
+                panic!("work queued")
+            };
+            policy.completed(&r, at + MILLISECOND);
+            // Nothing more: the queue idles for slice_idle, then its turn ends.
+            let mut now = at + MILLISECOND;
+            while let Dispatch::WaitUntil(until) = policy.dispatch(now) {
+                now = until;
+            }
+        };
+        let key = QueueKey::Sync(FlowId(1));
+        read(&mut policy, 1, 1, 0);
+        let queue = &policy.queues[&key];
+        assert_eq!((queue.wr_coeff, queue.wr_duration), (30, 7 * SECOND));
+        assert_eq!(policy.fq.weight(queue.leaf).unwrap(), 40 * 30);
+        // Back within 2 s of its turn: still raised, not raised anew.
+        read(&mut policy, 2, 1, SECOND);
+        assert_eq!(policy.queues[&key].wr_start, 0);
+        // The raising time is up at its next arrival; silent 2 s since, it is raised again.
+        read(&mut policy, 3, 1, 8 * SECOND);
+        assert_eq!(policy.queues[&key].wr_start, 8 * SECOND);
+        // Every 1.5 s, never 2 s silent: when the 7 s are up it is not raised anew.
+        for (id, at) in (4..).zip((1..=5).map(|i| 8 * SECOND + i * 1500 * MILLISECOND)) {
+            read(&mut policy, id, 1, at);
+        }
+        assert_eq!(policy.queues[&key].wr_coeff, 1);
+        assert_eq!(policy.fq.weight(policy.queues[&key].leaf).unwrap(), 40);
+        // An IDLE-class queue is not raised; nor is anything with low_latency=0.
+        let mut r = request(9, Op::Read, 0, 4096);
+        (r.flow, r.prio) = (FlowId(9), IoPrio::new(IoPrioClass::Idle, 0).unwrap());
+        policy.insert(r, 30 * SECOND);
+        assert_eq!(policy.queues[&QueueKey::Sync(FlowId(9))].wr_coeff, 1);
+        let mut plain = unraised();
+        read(&mut plain, 1, 1, 0);
+        assert_eq!(plain.queues[&key].wr_coeff, 1);
+    }
+
+    // Proves bfq_wr_duration: inversely proportional to the peak rate, 7 s at 109 MB/s,
+    // within 3 and 25 s; wr_max_time overrides it.
+    #[test]
+    fn the_raising_time_follows_the_peak_rate() {
+        let mut policy = Bfq::new();
+        for (rate, seconds) in [(0, 7), (REF_RATE / 2, 14), (REF_RATE * 10, 3), (REF_RATE / 10, 25)] {
+            policy.peak_rate = rate;
+            assert_eq!(policy.wr_duration(), seconds * SECOND, "rate {rate}");
+        }
+        policy.set_tunable("wr_max_time", 1500).unwrap();
+        assert_eq!(policy.wr_duration(), 1500 * MILLISECOND);
+    }
+
+    // Proves what raising is for: a reader that starts beside two busy sequential readers
+    // (all BE level 4) gets most of the disk while raised, about a third without it.
+    #[test]
+    fn a_raised_newcomer_gets_the_disk() {
+        let who = [(1, GroupId::ROOT, be(4)), (2, GroupId::ROOT, be(4)), (3, GroupId::ROOT, be(4))];
+        let share = |low_latency: u64| {
+            let mut policy = Bfq::new();
+            policy.set_tunable("low_latency", low_latency).unwrap();
+            // Readers 1 and 2 have run for 10 s (their raising over) before reader 3 starts.
+            let _ = readers(&mut policy, &who[..2], 200 * MICROSECOND, 10 * SECOND);
+            let got = readers_from(&mut policy, &who, 200 * MICROSECOND, 10 * SECOND, 11 * SECOND);
+            got[2] as f64 / got.iter().sum::<u64>() as f64
+        };
+        let (raised, plain) = (share(1), share(0));
+        assert!(raised > 0.6, "raised newcomer's share {raised:.2}");
+        assert!((plain - 1.0 / 3.0).abs() < 0.1, "plain share {plain:.2}");
     }
 }
