@@ -113,8 +113,8 @@
 //!
 //! - No cgroup groups (`cfq_group`, `group_idle`, `wait_busy`, group vdisktime): one root
 //!   group. `grouped-cfq` puts cfq under iosched's hierarchical fair-queuing layer instead.
-//! - No cooperating-queue detection or queue merging (`cfq_close_cooperator`), no `REQ_PRIO`
-//!   metadata boost, no `hw_tag` queue-depth detection and no non-rotational special cases:
+//! - Close cooperators are served instead of idling (`cfq_close_cooperator`), but their
+//!   queues are not merged (`cfq_setup_merge`, `cfq_merge_cfqqs`); no `REQ_PRIO` metadata boost, no `hw_tag` queue-depth detection and no non-rotational special cases:
 //!   every device is treated as rotational and as queueing.
 //! - A request from the active flow ends the idle wait at once, as the kernel does for requests
 //!   larger than a page or when other queues are busy; the `must_dispatch` delay for small ones
@@ -279,6 +279,9 @@ const SEEKY_SEEKS: u32 = 32 / 8;
 
 /// `CFQQ_CLOSE_THR`: a request this close to the head may preempt an idling queue.
 const CLOSE_THRESHOLD: u64 = 8 * 1024 * 512;
+
+/// The same threshold for close cooperators (`cfq_rq_close`), 8192 sectors.
+const CLOSE_COOPERATOR: u64 = CLOSE_THRESHOLD;
 
 /// `sample_valid`: the think-time average counts once its sample weight exceeds this.
 const SAMPLES_VALID: u64 = 80;

@@ -308,6 +308,11 @@ impl Cfq {
                     && self.should_idle(key)
             } else if !queue.sort.is_empty() {
                 return Select::Queue(key);
+            } else if let Some(cooperator) = self.close_cooperator(key) {
+                // A close cooperator: serve it now instead of idling (`cfq_select_queue`).
+                self.expire(now, false);
+                self.activate(cooperator);
+                return Select::Queue(cooperator);
             } else if let Some(until) = active.idle_until {
                 return Select::Wait(until);
             } else {
@@ -346,8 +351,14 @@ impl Cfq {
             Ok(key) => key,
             Err(select) => return select,
         };
+        self.activate(next);
+        Select::Queue(next)
+    }
+
+    /// `__cfq_set_active_queue`: `key` holds the next slice.
+    fn activate(&mut self, key: QueueKey) {
         self.active = Some(Active {
-            key: next,
+            key,
             slice_new: true,
             slice_start: 0,
             slice_end: 0,
@@ -355,7 +366,41 @@ impl Cfq {
             fifo_checked: false,
             idle_until: None,
         });
-        Select::Queue(next)
+    }
+
+    /// `cfq_close_cooperator` (2.6.30+): when the sync queue `key`, not seeky, runs empty, a
+    /// busy sync queue of the same priority level and RT-ness, not seeky either, whose next
+    /// request lies within `CFQQ_CLOSE_THR` (4 MiB) of where the disk head is
+    /// (`last_position`) is served next, the nearest first (`cfqq_close` on the per-level
+    /// tree of next requests), instead of idling: processes reading one file in interleaved
+    /// pieces cooperate. The kernel then also merges the two queues (`cfq_setup_merge`),
+    /// which is not modelled.
+    pub(super) fn close_cooperator(&self, key: QueueKey) -> Option<QueueKey> {
+        let current = self.queue(key);
+        if current.class == IDLE || !current.sync || self.busy_queues() <= 1 {
+            return None;
+        }
+        if self.history.get(&key).is_some_and(|h| h.seeky()) {
+            return None;
+        }
+        self.queues
+            .iter()
+            .filter(|(other, queue)| {
+                **other != key
+                    && queue.tree_key.is_some()
+                    && queue.sync
+                    && queue.class != IDLE
+                    && queue.level == current.level
+                    && (queue.class == RT) == (current.class == RT)
+                    && !self.history.get(other).is_some_and(|h| h.seeky())
+            })
+            .filter_map(|(other, queue)| {
+                let next = queue.next?;
+                let distance = next.0.abs_diff(self.last_position);
+                (distance <= CLOSE_COOPERATOR).then_some((distance, *other))
+            })
+            .min()
+            .map(|(_, other)| other)
     }
 
     /// The first idle-class queue, once no RT or BE request is in flight and the grace

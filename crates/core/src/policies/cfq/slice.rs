@@ -282,7 +282,7 @@ impl Cfq {
             }
             if self.slice_used(now) || class == IDLE {
                 self.expire(now, true);
-            } else if request.sync && empty {
+            } else if request.sync && empty && self.close_cooperator(key).is_none() {
                 self.arm_slice_timer(now);
             }
         }

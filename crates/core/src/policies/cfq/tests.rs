@@ -907,3 +907,25 @@ fn a_second_sync_noidle_queue_preempts() {
     assert_eq!(take(&mut policy, 2 * MS).id.0, 2);
 }
 
+
+// Proves cfq_close_cooperator: when a sequential reader's queue runs empty and another
+// reader's next request lies right after the head (two processes reading one file in
+// interleaved pieces), that one is served at once instead of idling; a far one (1 GiB away)
+// is not a cooperator and CFQ idles, as it does for a cooperator of another priority level.
+#[test]
+fn a_close_cooperator_is_served_instead_of_idling() {
+    for (offset, level, served) in [(4096, 4, true), (GIB, 4, false), (4096, 0, false)] {
+        let mut policy = Cfq::new();
+        policy.insert(read(1, 0, 0, 0), 0);
+        policy.insert(with_prio(read(2, 1, offset, 0), prio(IoPrioClass::Be, level)), 0);
+        let first = take(&mut policy, 0);
+        assert_eq!(first.id.0, 1);
+        policy.completed(&first, MS);
+        let next = policy.dispatch(MS);
+        if served {
+            assert!(matches!(next, Dispatch::Request(ref r) if r.id.0 == 2), "{next:?}");
+        } else {
+            assert_eq!(next, Dispatch::WaitUntil(9 * MS), "offset {offset}, level {level}");
+        }
+    }
+}
