@@ -1029,12 +1029,19 @@ impl Resolver<'_> {
                 "filesize as a range: refused: files of random sizes are not modelled",
             ));
         }
-        if spec.size.is_some() {
-            return Err(self.error(
-                "filesize",
-                "filesize together with size: refused: a per-file size different from the job's \
-                 share is not modelled",
-            ));
+        // fio divides `size` between the files "unless filesize is specified": then each file
+        // is `filesize` and `size` is only the I/O to do (as `io_size` would say it).
+        match spec.size {
+            Some(Amount::Bytes(total)) => {
+                spec.io_size.get_or_insert(total);
+            }
+            Some(Amount::Percent(_)) => {
+                return Err(self.error(
+                    "filesize",
+                    "filesize together with size as a percentage: refused: give size in bytes",
+                ));
+            }
+            None => {}
         }
         spec.size = Some(Amount::Bytes(low.saturating_mul(files as u64)));
         Ok(())

@@ -479,7 +479,13 @@ fn file_sizes() {
         Some(Amount::Bytes(2048 * MIB))
     );
     assert!(error("[j]\nfilesize=1g-2g\n").contains("range"));
-    assert!(error("[j]\nfilesize=1g\nsize=1g\n").contains("together with size"));
+    // With filesize, size is only the I/O to do: files of 1 GiB, 5 GiB of I/O over them.
+    let spec = job("[j]\nfilesize=1g\nsize=5g\nnrfiles=2\n");
+    assert_eq!(
+        (spec.size, spec.io_size),
+        (Some(Amount::Bytes(2 << 30)), Some(5 << 30))
+    );
+    assert!(error("[j]\nfilesize=1g\nsize=50%\n").contains("together with size as a percentage"));
     assert_eq!(job("[j]\nfill_device=1\n").size, None);
     assert!(error("[j]\nfill_device=1\nsize=1g\n").contains("fill_device"));
     assert!(error("[j]\nsize=1k\nbs=4k\n").contains("smaller than the minimum block size"));
