@@ -804,6 +804,37 @@ pub trait Engine {
     }
 }
 
+/// What a job in an engine's read-back phase ([`Phase::Verifying`]) does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadBack {
+    /// Not reading back, or waiting for room in its depth or for its last reads.
+    Wait,
+    /// Everything read back and completed: the engine calls [`finish`].
+    Finished,
+    /// Issue the next read (it is already counted in flight).
+    Issue,
+}
+
+/// The next step of `job`'s read-back when `left` reads remain to issue: both engines' verify
+/// phase pumps with it.
+pub fn read_back_step(job: &mut JobState, left: bool) -> ReadBack {
+    if job.phase != Phase::Verifying {
+        return ReadBack::Wait;
+    }
+    if !left {
+        return if job.in_flight == 0 {
+            ReadBack::Finished
+        } else {
+            ReadBack::Wait
+        };
+    }
+    if job.in_flight >= job.depth {
+        return ReadBack::Wait;
+    }
+    job.in_flight += 1;
+    ReadBack::Issue
+}
+
 /// Whether every job before the last stonewall at or before `index` is done.
 pub fn barrier_open(jobs: &[JobState], index: usize) -> bool {
     let wall = (1..=index)

@@ -1049,18 +1049,13 @@ impl Simulation {
     fn pump_verify(&mut self, index: usize) {
         loop {
             let (run, own) = (&mut self.jobs[index], &mut self.own[index]);
-            if run.phase != Phase::Verifying {
+            let Some(state) = own.verify.as_mut() else {
                 return;
-            }
-            let state = own.verify.as_mut().expect("a verifying job verifies");
-            if state.next == state.queue.len() {
-                if run.in_flight == 0 {
-                    driver::finish(self, index, self.now);
-                }
-                return;
-            }
-            if run.in_flight >= run.depth {
-                return;
+            };
+            match driver::read_back_step(run, state.next < state.queue.len()) {
+                driver::ReadBack::Wait => return,
+                driver::ReadBack::Finished => return driver::finish(self, index, self.now),
+                driver::ReadBack::Issue => {}
             }
             let (offset, (len, _)) = state.queue[state.next];
             state.next += 1;
@@ -1069,7 +1064,6 @@ impl Simulation {
                 .iter()
                 .position(|r| (r.start..r.end()).contains(&offset))
                 .unwrap_or(0);
-            run.in_flight += 1;
             let prio = self.job_prio(index);
             let io = NextIo {
                 dir: DataDir::Read,

@@ -553,18 +553,13 @@ impl Engine {
     fn pump_verify(&mut self, index: usize, now: Nanos) {
         loop {
             let (run, own) = (&mut self.jobs[index], &mut self.own[index]);
-            if run.phase != Phase::Verifying {
+            let Some(state) = own.verify.as_mut() else {
                 return;
-            }
-            let state = own.verify.as_mut().expect("a verifying job verifies");
-            if state.next == state.queue.len() {
-                if run.in_flight == 0 {
-                    driver::finish(self, index, now);
-                }
-                return;
-            }
-            if run.in_flight >= run.depth {
-                return;
+            };
+            match driver::read_back_step(run, state.next < state.queue.len()) {
+                driver::ReadBack::Wait => return,
+                driver::ReadBack::Finished => return driver::finish(self, index, now),
+                driver::ReadBack::Issue => {}
             }
             let ((file, offset), (len, seed)) = state.queue[state.next];
             state.next += 1;
@@ -574,7 +569,6 @@ impl Engine {
                 len,
                 file,
             };
-            self.jobs[index].in_flight += 1;
             let prio = self.jobs[index].spec.prio;
             self.issue_checked(index, io, prio, now, Check::Written(seed));
         }
