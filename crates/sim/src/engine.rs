@@ -17,6 +17,7 @@
 use crate::device::{self, Device};
 use crate::event::EventQueue;
 use crate::horizon;
+use crate::host::blockmap::{self, MapBlock};
 use crate::host::pagecache::PageCache;
 use crate::host::readahead::{Advice, RaState, Window, PAGE};
 use crate::host::writeback::{self, Throttle, Wb};
@@ -35,7 +36,7 @@ use iosched_fio::report::{scheduler_counters, tunable_parameters};
 use iosched_fio::{
     BlockSize, DataDir, DiskAccounting, JobFile, JobSpec, Parameter, RunReport, RwMode,
 };
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -212,6 +213,18 @@ pub const HOST_TUNABLES: &[TunableSpec] = &[
               best effort at level 4), as Linux",
     },
     TunableSpec {
+        name: "indirect_blocks",
+        unit: Unit::Flag,
+        default: 0,
+        min: 0,
+        max: 1,
+        doc: "files are block-mapped as ext2/ext3 map them: a direct read or write, or a read \
+              into the page cache, first reads each indirect block on its way not yet in the \
+              buffer cache (one per 4 MiB of file), synchronously in the job's own context \
+              (ext3_get_branch); 0: extent-mapped files (ext4, xfs) whose maps are in memory. \
+              Buffered writes' allocation is not modelled",
+    },
+    TunableSpec {
         name: "dirty_throttle_legacy",
         unit: Unit::Flag,
         default: 0,
@@ -287,6 +300,24 @@ struct Io {
     admitted: bool,
     /// Whether its request is synchronous to the scheduler (REQ_SYNC).
     sync: bool,
+    /// For a read of a file's indirect block (`indirect_blocks`): which.
+    map: Option<MapBlock>,
+}
+
+impl Io {
+    /// A job's I/O `issued` on its way to the elevator, synchronous to it or not.
+    fn new(issued: Issued, sync: bool) -> Io {
+        Io {
+            issued,
+            dispatched: 0,
+            dispatch_order: 0,
+            fill: None,
+            writeback: None,
+            admitted: false,
+            sync,
+            map: None,
+        }
+    }
 }
 
 /// A write of pages `[first, first + pages)` from the page cache.
@@ -374,6 +405,12 @@ pub struct Simulation {
     progress_done: Option<Arc<AtomicU64>>,
     /// What the device's blocks hold, when a job verifies (`verify`).
     contents: Option<verify::Contents>,
+    /// Block-mapped files (`indirect_blocks`): the files' extents by start, the mapping
+    /// blocks in the buffer cache, and the requests waiting for one being read.
+    block_map: bool,
+    files: Vec<Region>,
+    map_cached: FxHashSet<MapBlock>,
+    map_waiters: FxHashMap<MapBlock, Vec<Request>>,
     /// Events handled, for the progress stores.
     events_handled: u64,
     groups: Groups,
@@ -721,6 +758,14 @@ impl Simulation {
             progress: config.progress.clone(),
             progress_done: config.progress_done.clone(),
             contents,
+            block_map: host[host_tunable("indirect_blocks")] == 1,
+            files: {
+                let mut files: Vec<Region> = layout.files.iter().map(|(_, r)| *r).collect();
+                files.sort_by_key(|r| r.start);
+                files
+            },
+            map_cached: FxHashSet::default(),
+            map_waiters: FxHashMap::default(),
             events_handled: 0,
             groups,
             notes,
@@ -1151,18 +1196,78 @@ impl Simulation {
         // do (block/fops.c, `dio_bio_write_op`). Buffered ones are written back and flushed
         // (`dirty::buffered_write`), or with writeback=0 issued directly, so FUA too.
         request.fua = fua;
-        let record = Io {
-            issued: Issued::io(index, &io, request.prio, self.now),
-            dispatched: 0,
-            dispatch_order: 0,
-            fill: None,
-            writeback: None,
-            admitted: false,
-            sync: request.sync,
-        };
+        let record = Io::new(Issued::io(index, &io, request.prio, self.now), request.sync);
         self.ios.insert(request.id.0, record);
         self.issued_total += 1;
-        self.submit(request);
+        self.submit_mapped(request);
+    }
+
+    /// Submits `request` once the indirect blocks its data needs are in the buffer cache
+    /// (`indirect_blocks`, fs/ext3/inode.c `ext3_get_branch`): the first one missing is read
+    /// now, as a synchronous 4 KiB read of the request's own job, and the request waits for
+    /// it; when it comes, the request is offered again (the next block of the chain, or the
+    /// elevator).
+    fn submit_mapped(&mut self, request: Request) {
+        let missing = if self.block_map && matches!(request.op, Op::Read | Op::Write) {
+            self.missing_map_block(request.offset, request.len)
+        } else {
+            None
+        };
+        let Some(block) = missing else {
+            self.submit(request);
+            return;
+        };
+        let job = self.ios[&request.id.0].issued.job;
+        let waiting = self.map_waiters.contains_key(&block);
+        self.map_waiters.entry(block).or_default().push(request);
+        if waiting {
+            return;
+        }
+        let prio = self.ios[&self.map_waiters[&block][0].id.0].issued.prio;
+        let read = self.new_request(job, Op::Read, block.offset(), blockmap::BLOCK, true, prio);
+        let issued = Issued {
+            job,
+            dir: DataDir::Read,
+            flush: false,
+            bytes: blockmap::BLOCK,
+            offset: block.offset(),
+            prio: read.prio,
+            created: self.now,
+            admitted: self.now,
+        };
+        self.ios.insert(
+            read.id.0,
+            Io {
+                map: Some(block),
+                ..Io::new(issued, true)
+            },
+        );
+        self.issued_total += 1;
+        self.submit(read);
+    }
+
+    /// The first indirect block bytes `[offset, offset + len)` of the device need that is
+    /// not in the buffer cache, if they lie in a file.
+    fn missing_map_block(&self, offset: u64, len: u64) -> Option<MapBlock> {
+        let at = self.files.partition_point(|r| r.start <= offset);
+        let file = self.files[..at].last().filter(|r| offset < r.end())?;
+        let cached = &self.map_cached;
+        blockmap::first_missing(file.start, offset, len, |m| cached.contains(m))
+    }
+
+    /// The read of indirect block `block` finished at `at` (with `error`): it is in the
+    /// buffer cache, and the requests waiting for it go on; if it failed, they fail with its
+    /// error, as `ext3_get_block` returns it.
+    fn map_block_read(&mut self, block: MapBlock, at: Nanos, error: Option<i32>) {
+        if error.is_none() {
+            self.map_cached.insert(block);
+        }
+        for request in self.map_waiters.remove(&block).unwrap_or_default() {
+            match error {
+                None => self.submit_mapped(request),
+                Some(_) => self.finish_io(request.id, request.id, request.op, at, error),
+            }
+        }
     }
 
     /// A buffered read (`filemap_read`): the pages it misses are read into the page cache,
@@ -1291,20 +1396,15 @@ impl Simulation {
             self.ios.insert(
                 request.id.0,
                 Io {
-                    issued,
-                    dispatched: 0,
-                    dispatch_order: 0,
                     fill: Some((run_start, pages)),
-                    writeback: None,
-                    admitted: false,
-                    sync: request.sync,
+                    ..Io::new(issued, request.sync)
                 },
             );
             if !sync {
                 self.read_ahead_bytes += pages * PAGE;
             }
             self.issued_total += 1;
-            self.submit(request);
+            self.submit_mapped(request);
         }
     }
 
@@ -1335,8 +1435,10 @@ impl Simulation {
         let spec = &self.jobs[index].spec;
         let (pre_read, invalidate) = (spec.pre_read, spec.invalidate);
         if spec.drop_caches.is_some_and(|n| n & 1 == 1) {
-            // echo 1 > /proc/sys/vm/drop_caches: every clean, unlocked page goes.
+            // echo 1 > /proc/sys/vm/drop_caches: every clean, unlocked page goes, the
+            // buffer cache's indirect blocks with them.
             self.cache.invalidate(0, u64::MAX);
+            self.map_cached.clear();
         }
         for (first, last) in self.file_pages(index) {
             if pre_read {
@@ -1413,16 +1515,7 @@ impl Simulation {
     /// writeback, or an O_SYNC write).
     fn submit_flush_for(&mut self, index: usize, issued: Issued) {
         let request = self.new_request(index, Op::Flush, 0, 0, true, issued.prio);
-        let record = Io {
-            issued,
-            dispatched: 0,
-            dispatch_order: 0,
-            fill: None,
-            writeback: None,
-            admitted: false,
-            sync: true,
-        };
-        self.ios.insert(request.id.0, record);
+        self.ios.insert(request.id.0, Io::new(issued, true));
         self.issued_total += 1;
         self.submit(request);
     }
@@ -1585,6 +1678,10 @@ impl Simulation {
                 job: u32::try_from(io.issued.job).unwrap_or(u32::MAX),
                 sync: io.sync,
             });
+        }
+        if let Some(block) = io.map {
+            self.map_block_read(block, at, error);
+            return;
         }
         if let Some((first, pages)) = io.fill {
             self.filled(first, pages, at, error);

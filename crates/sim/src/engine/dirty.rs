@@ -494,18 +494,13 @@ impl Simulation {
         self.ios.insert(
             id.0,
             Io {
-                issued,
-                dispatched: 0,
-                dispatch_order: 0,
-                fill: None,
                 writeback: Some(WbIo {
                     first,
                     pages,
                     wb,
                     owner,
                 }),
-                admitted: false,
-                sync,
+                ..Io::new(issued, sync)
             },
         );
         self.issued_total += 1;

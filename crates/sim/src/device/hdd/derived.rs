@@ -5,6 +5,7 @@ use super::*;
 
 pub(super) const SEEK_CURVE: &[&str] = &[
     "track_to_track_ms",
+    "seek_settle_ms",
     "average_seek_ms",
     "full_stroke_ms",
     "capacity_gb",
@@ -84,13 +85,14 @@ pub(super) fn derived_parameters(hdd: &Hdd) -> Vec<Parameter> {
             "seek_sqrt_coefficient_ms",
             format!("{:.5}", hdd.seek.sqrt_coefficient_ms()),
             "ms",
-            "derived: a = (-10 t1 + 15 A - 5 F) / (3 sqrt N) (DiskSim 3-point curve)",
+            "derived: a = (-10 s + 15 A - 5 F) / (3 sqrt N) (DiskSim 3-point curve from the \
+             settle s)",
         ),
         parameter(
             "seek_linear_coefficient_ms",
             format!("{:.3e}", hdd.seek.linear_coefficient_ms()),
             "ms/cylinder",
-            "derived: b = (7 t1 - 15 A + 8 F) / (3 N)",
+            "derived: b = (7 s - 15 A + 8 F) / (3 N)",
         ),
         parameter(
             "mean_seek_cylinder_pairs_ms",

@@ -3,7 +3,7 @@
 //! its segments, the write cache and flushes, and serving reads from the buffer.
 
 use super::*;
-use config::CdlPolicy;
+use config::{CdlPolicy, NcqOrder};
 
 /// The NCQ priority a request's command gets: high when NCQ priority is on and the request's
 /// class is one of `ncq_prio_classes` (libata: RT only, in `ata_build_rw_tf`).
@@ -342,13 +342,16 @@ impl Hdd {
                 continue;
             }
             let write = command.request.op == Op::Write;
+            let positioning_ns = match self.config.ncq_order {
+                NcqOrder::Sptf => {
+                    self.positioning_from_angle(under, self.head, &command.target, write)
+                }
+                // The seek alone (and a write's settle): where the sector is on the track is
+                // left to chance.
+                NcqOrder::Sstf => self.seek_ns(self.head, &command.target, write),
+            };
             candidates.push(Candidate {
-                positioning_ns: self.positioning_from_angle(
-                    under,
-                    self.head,
-                    &command.target,
-                    write,
-                ),
+                positioning_ns,
                 accepted: command.accepted,
                 priority: command_priority(&self.config, &command.request),
                 start_by: command.limits.and_then(|limits| limits.start_by),

@@ -64,6 +64,17 @@ impl Hdd {
         }
     }
 
+    /// Moving the heads from `from` onto the track of `to`, with a write's settle, ns.
+    #[inline]
+    pub(super) fn seek_ns(&self, from: HeadPosition, to: &Location, write: bool) -> f64 {
+        let moving = self.move_ns(from, to);
+        if write && moving > 0.0 {
+            moving + self.write_settle_ns
+        } else {
+            moving
+        }
+    }
+
     /// Positioning time (move, write settle, rotational wait) from `from` at `time`, ns.
     #[inline]
     pub(super) fn positioning_ns(
@@ -86,10 +97,7 @@ impl Hdd {
         to: &Location,
         write: bool,
     ) -> f64 {
-        let mut moving = self.move_ns(from, to);
-        if write && moving > 0.0 {
-            moving += self.write_settle_ns;
-        }
+        let moving = self.seek_ns(from, to, write);
         let arrival_angle = fraction(under + moving * self.revolutions_per_ns);
         moving + self.wait_for(arrival_angle, to.angle)
     }

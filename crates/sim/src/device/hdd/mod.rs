@@ -391,6 +391,7 @@ impl Hdd {
         .map_err(|error| invalid("inner_sectors_per_track", error.0))?;
         let seek = SeekCurve::fit(
             config.track_to_track_ms,
+            config.seek_settle_ms,
             config.average_seek_ms,
             config.full_stroke_ms,
             geometry.cylinders(),
