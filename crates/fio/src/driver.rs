@@ -80,6 +80,9 @@ pub struct JobState {
     pub in_flight: u32,
     /// When it is to start, once known.
     pub start_at: Option<Nanos>,
+    /// Its start came while a job it waits for (`wait_for`) was still running: it starts
+    /// when the last of them finishes.
+    pub waiting: bool,
     /// When it started.
     pub started_at: Nanos,
     /// When its ramp ends and counting begins.
@@ -167,6 +170,7 @@ impl JobState {
             staged: None,
             in_flight: 0,
             start_at: None,
+            waiting: false,
             started_at: 0,
             measure_start: 0,
             deadline: None,
@@ -872,12 +876,29 @@ pub fn start_all<E: Engine + ?Sized>(engine: &mut E, now: Nanos) {
     }
 }
 
-/// Job `index` starts at `now`: its ramp and runtime begin, and it issues what it may.
+/// Whether a job named `name` has not finished (fio's `waitee_running`: every job of that
+/// name, clones included, must have exited).
+fn waitee_running(jobs: &[JobState], name: &str) -> bool {
+    jobs.iter()
+        .any(|job| job.spec.name == name && job.phase != Phase::Done)
+}
+
+/// Job `index` starts at `now`: its ramp and runtime begin, and it issues what it may. A job
+/// that waits for another (`wait_for`) still running waits on: fio's `run_threads` skips it
+/// until `waitee_running` is false, its start delay counting from the run's start.
 pub fn start<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
-    let job = &mut engine.jobs()[index];
-    if job.phase != Phase::Pending {
+    let jobs = engine.jobs();
+    if jobs[index].phase != Phase::Pending {
         return;
     }
+    if let Some(waitee) = &jobs[index].spec.wait_for {
+        if waitee_running(jobs, waitee) {
+            jobs[index].waiting = true;
+            return;
+        }
+    }
+    let job = &mut jobs[index];
+    job.waiting = false;
     job.phase = Phase::Running;
     job.start_at = None;
     job.started_at = now;
@@ -1067,6 +1088,8 @@ pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
             schedule_start(engine, starting, now);
         }
     }
+    // The jobs that were waiting for this one's name start if none of that name is left.
+    start_ready_waiters(engine, now);
 }
 
 /// errno of an I/O error, fio's error for a job below its `rate_min`.
@@ -1122,6 +1145,27 @@ fn terminate<E: Engine + ?Sized>(engine: &mut E, index: usize, what: crate::Exit
         if job.in_flight == 0 {
             finish(engine, other, now);
         }
+    }
+    // A job ended before it started wakes no one through `finish`: its waiters start here.
+    start_ready_waiters(engine, now);
+}
+
+/// Starts every job waiting (`wait_for`) for a name no running job has any more.
+fn start_ready_waiters<E: Engine + ?Sized>(engine: &mut E, now: Nanos) {
+    let ready: Vec<usize> = (0..engine.jobs().len())
+        .filter(|&i| {
+            let jobs = engine.jobs();
+            jobs[i].waiting
+                && jobs[i].phase == Phase::Pending
+                && jobs[i]
+                    .spec
+                    .wait_for
+                    .as_deref()
+                    .is_some_and(|waitee| !waitee_running(jobs, waitee))
+        })
+        .collect();
+    for waiter in ready {
+        start(engine, waiter, now);
     }
 }
 
@@ -1337,6 +1381,78 @@ mod tests {
         // last millisecond completes at its end).
         assert_eq!(c.len(), 14);
         assert_eq!(fake.jobs[2].result.dir(DataDir::Write).total_ios, 11);
+    }
+
+    // Proves wait_for (fio's waitee_running): a job starts only when every job of the name it
+    // waits for (clones included) has finished, with no stonewall between them; its start
+    // delay counts from the run's start; a chain of waits runs in order; a name no job has is
+    // not waited for (a note says so), and waiting for oneself is refused.
+    #[test]
+    fn wait_for_starts_a_job_when_its_waitees_are_done() {
+        let mut fake = Fake::new(
+            "[writers]
+rw=write
+bs=4k
+size=40k
+numjobs=2
+             [readers]
+wait_for=writers
+rw=write
+bs=4k
+size=20k
+startdelay=1ms
+             [late]
+wait_for=readers
+rw=write
+bs=4k
+size=4k
+startdelay=1s
+             [free]
+rw=write
+bs=4k
+size=4k
+",
+        );
+        fake.run();
+        let writers_done = fake
+            .times(0)
+            .last()
+            .unwrap()
+            .max(fake.times(1).last().unwrap())
+            + LATENCY;
+        assert_eq!(fake.times(2)[0], writers_done);
+        let readers_done = fake.times(2).last().unwrap() + LATENCY;
+        assert!(readers_done < SECOND);
+        assert_eq!(
+            fake.times(3),
+            vec![SECOND],
+            "its own delay, past the waitee's end"
+        );
+        assert_eq!(fake.times(4), vec![0], "no wait_for: starts at once");
+        let file = parse_str(
+            "[a]
+wait_for=nobody
+rw=read
+size=4k
+",
+            "t.fio",
+            Path::new("."),
+            &|_| None,
+        )
+        .unwrap();
+        assert!(file.notes.iter().any(|n| n.option == "wait_for"));
+        let error = parse_str(
+            "[a]
+wait_for=a
+rw=read
+size=4k
+",
+            "t.fio",
+            Path::new("."),
+            &|_| None,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("wait for itself"), "{error}");
     }
 
     // Proves fsync= flushes after every N writes, end_fsync once after the last, and that a

@@ -524,6 +524,8 @@ pub struct JobSpec {
     pub exitall: Option<ExitWhat>,
     /// When this job fails, end every other job (`exitall_on_error`).
     pub exitall_on_error: bool,
+    /// Start only once every job of this name has finished (`wait_for`).
+    pub wait_for: Option<String>,
 
     /// Stop after this long (`runtime`).
     pub runtime: Option<Nanos>,
@@ -683,6 +685,7 @@ impl JobSpec {
             latency_target: None,
             flow: None,
             exitall: None,
+            wait_for: None,
             exitall_on_error: false,
             runtime: None,
             time_based: false,

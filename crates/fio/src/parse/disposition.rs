@@ -80,12 +80,13 @@ const WRITE_HINT: &str =
 const IOLOG_OUT: &str = "accepted without effect: iosched does not write fio I/O logs";
 
 const REMOVED: &str = "fio no longer accepts this option";
-const PROFILE: &str = "belongs to a fio profile (--profile), which iosched does not run";
+const PROFILE: &str = "accepted without effect: an option of a fio profile (act, tiobench), \
+                       which fio accepts in any job (profiles add their options to fio's at \
+                       start) and uses only under --profile, which iosched does not run";
 const UNSUPPORTED_ENGINE: &str =
     "belongs to an I/O engine the simulator does not run (it supports the sync and async \
      engine families only)";
 const TRACE_REPLAY: &str = "replaying or merging fio I/O logs is not supported";
-const WAIT_FOR: &str = "starting a job when a named job finishes is not modelled; use stonewall";
 const OPENDIR: &str = "opendir needs a real directory tree to list";
 const VERIFY_ONLY: &str = "a verify-only job reads back data written earlier; the simulator \
                            has no data to verify";
@@ -228,6 +229,7 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "exit_what",
             "exitall_on_error",
             "rate_process",
+            "wait_for",
         ],
     ),
     (
@@ -482,7 +484,6 @@ static GROUPS: &[(Disposition, &[&str])] = &[
         Refused(TRACE_REPLAY),
         &["read_iolog", "merge_blktrace_file"],
     ),
-    (Refused(WAIT_FOR), &["wait_for"]),
     (Refused(OPENDIR), &["opendir"]),
     (Refused(PROFILE_OPTION), &["profile"]),
 ];
@@ -512,7 +513,7 @@ pub(super) fn disposition(option: &FioOption) -> Disposition {
         return *disposition;
     }
     match option.scope {
-        Scope::Profile(_) => Refused(PROFILE),
+        Scope::Profile(_) => Noted(PROFILE),
         Scope::Engines(engines) if !engines.iter().any(|e| engine_supported(e)) => {
             Refused(UNSUPPORTED_ENGINE)
         }

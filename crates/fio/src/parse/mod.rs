@@ -281,8 +281,38 @@ fn parse_with(
             message: format!("{origin}: no jobs defined (fio needs at least one job section)"),
         });
     }
+    check_wait_for(&mut file)?;
     dedup_notes(&mut file.notes);
     Ok(file)
+}
+
+/// `wait_for` names: a job waiting for its own name would never start (refused); a name no
+/// job has is waited for by no one, as in fio's `waitee_running` (noted).
+fn check_wait_for(file: &mut JobFile) -> Result<(), ParseError> {
+    for job in &file.jobs {
+        let Some(waitee) = &job.wait_for else {
+            continue;
+        };
+        if *waitee == job.name {
+            return Err(ParseError::at(
+                &job.location,
+                format!(
+                    "wait_for={waitee}: job \"{}\" would wait for itself and never start",
+                    job.name
+                ),
+            ));
+        }
+        if !file.jobs.iter().any(|other| other.name == *waitee) {
+            file.notes.push(Note {
+                location: job.location.clone(),
+                option: "wait_for".into(),
+                message: format!(
+                    "no job is named {waitee:?}: the job starts without waiting, as fio's"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A section's lines, expanded, split into name and value, in the order fio applies them.

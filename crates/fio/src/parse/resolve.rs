@@ -760,6 +760,10 @@ impl Resolver<'_> {
             self.note(notes, "exit_what", "no effect without exitall");
         }
         spec.exitall_on_error = self.flag("exitall_on_error", false);
+        spec.wait_for = self
+            .text("wait_for")
+            .filter(|name| !name.is_empty())
+            .map(str::to_string);
 
         if self.text("io_submit_mode") == Some("offload") {
             self.note(

@@ -955,3 +955,15 @@ fn qos_options_read_into_the_job() {
     assert!(error("[a]\nqos_delay=0\n").contains("qos_delay=0: 0: must be positive"));
     assert!(error("[a]\nqos_rte=5iops\n").contains("did you mean \"qos_rate\""));
 }
+
+// Proves a profile's option (tiobench's `threads`, act's `threads-per-queue`) is accepted with a
+// note, as fio accepts it in any job (its profiles add their options at start): fio's own
+// examples steadystate.fio and waitfor.fio set `threads=1`.
+#[test]
+fn profile_options_are_accepted_with_a_note() {
+    let file = parse("[a]\nthreads=1\nthreads-per-queue=4\nrw=read\nsize=4k\n").unwrap();
+    for option in ["threads", "threads-per-queue"] {
+        let note = file.notes.iter().find(|n| n.option == option).unwrap();
+        assert!(note.message.contains("--profile"), "{}", note.message);
+    }
+}
