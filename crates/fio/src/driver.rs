@@ -23,6 +23,7 @@
 use crate::job::JobSpec;
 use crate::random::{derive_seed, Rng};
 use crate::stats::{iodepth_bucket, JobResult};
+use crate::steady::SteadyTracker;
 use crate::workload::{Generator, NextIo};
 use crate::DataDir;
 use iosched_core::{IoPrio, Nanos};
@@ -83,6 +84,11 @@ pub struct JobState {
     /// Its start came while a job it waits for (`wait_for`) was still running: it starts
     /// when the last of them finishes.
     pub waiting: bool,
+    /// Steady-state detection (`steadystate`): the tracker, kept by the first job of the
+    /// unit judged (the job, or its group under `group_reporting`), and the I/Os and bytes
+    /// this job had completed at the last sample.
+    pub steady: Option<SteadyTracker>,
+    steady_counted: (u64, u64),
     /// When it started.
     pub started_at: Nanos,
     /// When its ramp ends and counting begins.
@@ -171,6 +177,8 @@ impl JobState {
             in_flight: 0,
             start_at: None,
             waiting: false,
+            steady: None,
+            steady_counted: (0, 0),
             started_at: 0,
             measure_start: 0,
             deadline: None,
@@ -1018,6 +1026,10 @@ fn pump_one<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
 pub fn completed<E: Engine + ?Sized>(engine: &mut E, index: usize, at: Nanos) {
     let job = &mut engine.jobs()[index];
     job.completed();
+    if job.spec.steadystate.is_some() && steady_check(engine, index, at) {
+        return;
+    }
+    let job = &mut engine.jobs()[index];
     if job.phase == Phase::Running {
         if let Some(message) = job.check_min_rate(at) {
             fail(engine, index, libc_eio(), message, at);
@@ -1058,6 +1070,15 @@ pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     if go_on && engine.finishing(index, now) {
         return;
     }
+    if engine.jobs()[index].spec.steadystate.is_some() {
+        let unit = steady_unit(engine.jobs(), index);
+        let jobs = engine.jobs();
+        let tracker = jobs[unit[0]].steady.clone().or_else(|| {
+            let spec = jobs[index].spec.steadystate?;
+            Some(SteadyTracker::new(spec, jobs[index].started_at))
+        });
+        jobs[index].result.steadystate = tracker;
+    }
     let jobs = engine.jobs();
     let job = &mut jobs[index];
     job.phase = Phase::Done;
@@ -1090,6 +1111,73 @@ pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     }
     // The jobs that were waiting for this one's name start if none of that name is left.
     start_ready_waiters(engine, now);
+}
+
+/// The jobs judged together with job `index` for steady state: its group's under
+/// `group_reporting` (fio's `steadystate_check` sums the group), else itself; the first is
+/// the one that keeps the tracker.
+fn steady_unit(jobs: &[JobState], index: usize) -> Vec<usize> {
+    let job = &jobs[index];
+    if !job.spec.group_reporting {
+        return vec![index];
+    }
+    (0..jobs.len())
+        .filter(|&i| {
+            jobs[i].spec.group_id == job.spec.group_id
+                && jobs[i].spec.group_reporting
+                && jobs[i].spec.steadystate.is_some()
+        })
+        .collect()
+}
+
+/// Takes the steady-state samples due by `at` for job `index`'s unit (fio's
+/// `steadystate_check`, here when one of its I/Os completes: the counts then are those of
+/// the sampling time, give or take the I/Os completing in between) and, once the criterion
+/// holds, ends every job of the unit as its runtime would. Returns whether it did.
+fn steady_check<E: Engine + ?Sized>(engine: &mut E, index: usize, at: Nanos) -> bool {
+    let unit = steady_unit(engine.jobs(), index);
+    let leader = unit[0];
+    let jobs = engine.jobs();
+    if jobs[leader].phase == Phase::Pending {
+        return false;
+    }
+    let started = jobs[leader].started_at;
+    if jobs[leader].steady.is_none() {
+        let spec = jobs[leader]
+            .spec
+            .steadystate
+            .expect("checked by the caller");
+        jobs[leader].steady = Some(SteadyTracker::new(spec, started));
+    }
+    let mut attained = false;
+    while let Some(time) = jobs[leader].steady.as_mut().and_then(|t| t.due(at)) {
+        let (mut ios, mut bytes) = (0, 0);
+        for &member in &unit {
+            let job = &mut jobs[member];
+            let now = (job.done_ios.iter().sum(), job.done_bytes.iter().sum());
+            ios += now.0 - job.steady_counted.0;
+            bytes += now.1 - job.steady_counted.1;
+            job.steady_counted = now;
+        }
+        let tracker = jobs[leader].steady.as_mut().expect("made above");
+        if tracker.sample(time - started, ios, bytes) {
+            attained = true;
+            break;
+        }
+    }
+    if !attained {
+        return false;
+    }
+    for &member in &unit {
+        let job = &mut engine.jobs()[member];
+        if matches!(job.phase, Phase::Running | Phase::Verifying) {
+            job.stop_issuing();
+        }
+        if job.phase == Phase::Draining && job.in_flight == 0 {
+            finish(engine, member, at);
+        }
+    }
+    true
 }
 
 /// errno of an I/O error, fio's error for a job below its `rate_min`.
@@ -1381,6 +1469,53 @@ mod tests {
         // last millisecond completes at its end).
         assert_eq!(c.len(), 14);
         assert_eq!(fake.jobs[2].result.dir(DataDir::Write).total_ios, 11);
+    }
+
+    // Proves steady-state detection ends a job as its runtime would once the criterion holds
+    // over a full window after the ramp (samples at 3..7 s for ss_ramp=2 and ss_dur=5 at a
+    // constant rate), for every job of a group under group_reporting at once, and reports
+    // the window; a job whose rate keeps changing runs to its runtime with attained=no.
+    #[test]
+    fn steady_state_ends_the_job_or_its_group() {
+        let mut fake = Fake::new(
+            "[a]\nrw=write\nbs=4k\ntime_based=1\nruntime=100\nss=iops:1%\nss_dur=5\nss_ramp=2\n",
+        );
+        fake.run();
+        let last = *fake.times(0).last().unwrap();
+        assert!(
+            (7 * SECOND - LATENCY..=7 * SECOND).contains(&last),
+            "{last}"
+        );
+        let steady = fake.jobs[0].result.steadystate.as_ref().unwrap();
+        assert!(steady.attained);
+        assert_eq!(steady.samples.len(), 5);
+        assert_eq!(steady.means().0, SECOND / LATENCY);
+
+        let mut group = Fake::new(
+            "[g]\nrw=write\nbs=4k\ntime_based=1\nruntime=100\nnumjobs=2\ngroup_reporting=1\n\
+             ss=bw_slope:0.5%\nss_dur=4\n",
+        );
+        group.run();
+        for job in 0..2 {
+            let last = *group.times(job).last().unwrap();
+            assert!(
+                (4 * SECOND - LATENCY..=5 * SECOND).contains(&last),
+                "{last}"
+            );
+            let steady = group.jobs[job].result.steadystate.as_ref().unwrap();
+            assert!(steady.attained);
+            // The group's IOPS: the other job's count is read when one completes, within
+            // an I/O of the sampling time.
+            assert!(steady.means().0.abs_diff(2 * SECOND / LATENCY) <= 2);
+        }
+
+        let mut never = Fake::new(
+            "[n]\nrw=write\nbs=4k\ntime_based=1\nruntime=8\nrate_iops=,1000\nss=iops:0%\nss_dur=5\n",
+        );
+        never.run();
+        let steady = never.jobs[0].result.steadystate.as_ref().unwrap();
+        assert!(!steady.attained, "0% is never below");
+        assert_eq!(never.jobs[0].result.runtime, 8 * SECOND);
     }
 
     // Proves wait_for (fio's waitee_running): a job starts only when every job of the name it

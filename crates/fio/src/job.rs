@@ -424,6 +424,20 @@ pub struct Flow {
     pub sleep: Nanos,
 }
 
+/// fio's `zonemode=strided` (io_u.c `__fill_io_u_zone`): I/O stays in a zone of `range`
+/// bytes until `size` bytes were transferred there, then moves `range + skip` bytes on,
+/// wrapping to the region's start past its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StridedZones {
+    /// Bytes transferred in a zone before the next (`zonesize`).
+    pub size: u64,
+    /// Bytes of a zone (`zonerange`, default `zonesize`): random offsets lie in it, and a
+    /// sequential job at its end starts it again.
+    pub range: u64,
+    /// Bytes skipped after a zone (`zoneskip`).
+    pub skip: u64,
+}
+
 /// One job clone, fully resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobSpec {
@@ -524,6 +538,13 @@ pub struct JobSpec {
     pub exitall: Option<ExitWhat>,
     /// When this job fails, end every other job (`exitall_on_error`).
     pub exitall_on_error: bool,
+    /// `zonemode=strided`, if set.
+    pub strided_zones: Option<StridedZones>,
+    /// Write until the device, or the file system holding the file, is full
+    /// (`fill_device`; it excludes `size`).
+    pub fill_device: bool,
+    /// Stop when steady state is reached (`steadystate` with `ss_dur`), if set.
+    pub steadystate: Option<crate::steady::SteadyState>,
     /// Start only once every job of this name has finished (`wait_for`).
     pub wait_for: Option<String>,
 
@@ -686,6 +707,9 @@ impl JobSpec {
             flow: None,
             exitall: None,
             wait_for: None,
+            strided_zones: None,
+            fill_device: false,
+            steadystate: None,
             exitall_on_error: false,
             runtime: None,
             time_based: false,

@@ -16,6 +16,7 @@ pub mod parse;
 pub mod random;
 pub mod report;
 pub mod stats;
+pub mod steady;
 pub mod workload;
 
 pub use job::{

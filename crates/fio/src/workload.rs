@@ -8,8 +8,12 @@
 //!   fio do not use the map). `rw=randread:8` issues 8 sequential I/Os after each random offset.
 //! - Size: `bs`, `bsrange` (multiples of the minimum) or `bssplit` weights, per direction.
 //! - Files: a job naming several files visits them round robin.
+//! - Strided zones (`zonemode=strided`, io_u.c `__fill_io_u_zone`): offsets stay in a zone of
+//!   `zonerange` bytes (random ones drawn in it, sequential ones starting it again at its end)
+//!   until `zonesize` bytes were transferred, then the zone moves `zonerange + zoneskip` on,
+//!   back to the region's start past its end.
 
-use crate::job::RandomDistribution;
+use crate::job::{RandomDistribution, StridedZones};
 use crate::random::{mix64, Permutation, Rng};
 use crate::{BlockSize, DataDir, JobSpec, RwMode};
 
@@ -50,6 +54,8 @@ struct FileState {
     position: [u64; 3],
     /// Random map: the current pass's permutation of blocks and how far along it we are.
     map: Option<(Permutation, u64)>,
+    /// Start of the current strided zone, relative to the region (fio's `file_offset`).
+    zone_start: u64,
 }
 
 /// Draws one job's I/O sequence.
@@ -71,6 +77,10 @@ pub struct Generator {
     last: Option<NextIo>,
     /// For trimwrite: the block just trimmed, to be written next.
     pending_write: Option<NextIo>,
+    /// `zonemode=strided`, and the bytes transferred in the current zone (fio's
+    /// `zone_bytes`, one count for the job).
+    zones: Option<StridedZones>,
+    zone_bytes: u64,
     rng: Rng,
 }
 
@@ -118,12 +128,15 @@ impl Generator {
                     region,
                     position: [0; 3],
                     map: None,
+                    zone_start: 0,
                 })
                 .collect(),
             next_file: 0,
             sequential_run_left: 0,
             last: None,
             pending_write: None,
+            zones: job.strided_zones,
+            zone_bytes: 0,
             rng,
         }
     }
@@ -154,6 +167,9 @@ impl Generator {
         let len = choose_size(&self.bs[dir as usize], &mut self.rng);
         let file_index = self.next_file;
         self.next_file = (self.next_file + 1) % self.files.len();
+        if let Some(zones) = self.zones {
+            self.enter_zone(zones, file_index, dir);
+        }
         let io = if !self.rw.is_random() {
             self.sequential(file_index, dir, len)
         } else if self.sequential_run_left > 0 && self.last.is_some_and(|l| l.dir == dir) {
@@ -180,6 +196,7 @@ impl Generator {
             self.random(file_index, dir, len)
         };
         self.last = Some(io);
+        self.zone_bytes += io.len;
         if matches!(self.rw, RwMode::TrimWrite | RwMode::RandTrimWrite) {
             self.pending_write = Some(NextIo {
                 dir: DataDir::Write,
@@ -187,6 +204,29 @@ impl Generator {
             });
         }
         io
+    }
+
+    /// fio's `__fill_io_u_zone` before an I/O of `dir` in file `file_index`: past `size`
+    /// bytes in the zone, the next zone (`range + skip` on, wrapping to the start); a
+    /// sequential position at the zone's end starts it again; every `range` bytes the
+    /// random map and the positions start afresh (`fio_file_reset`).
+    fn enter_zone(&mut self, zones: StridedZones, file_index: usize, dir: DataDir) {
+        let file = &mut self.files[file_index];
+        if self.zone_bytes >= zones.size {
+            self.zone_bytes = 0;
+            file.zone_start = file.zone_start.saturating_add(zones.range + zones.skip);
+            if file.zone_start >= file.region.len {
+                file.zone_start = 0;
+            }
+            file.position[dir as usize] = file.zone_start;
+        }
+        if file.position[dir as usize] >= file.zone_start + zones.range {
+            file.position[dir as usize] = file.zone_start;
+        }
+        if self.zone_bytes % zones.range == 0 {
+            file.position = [file.zone_start; 3];
+            file.map = None;
+        }
     }
 
     /// The next sequential offset, as fio's `get_next_seq_offset`: where the last I/O ended,
@@ -228,8 +268,16 @@ impl Generator {
     fn random(&mut self, file_index: usize, dir: DataDir, len: u64) -> NextIo {
         let unit = self.align[dir as usize];
         let file = &mut self.files[file_index];
-        let len = len.min(file.region.len);
-        let blocks = (file.region.len / unit).max(1);
+        // The blocks to draw from: the region, or the current strided zone of it.
+        let (window_start, window_len) = match self.zones {
+            Some(zones) => (
+                file.zone_start,
+                zones.range.min(file.region.len - file.zone_start),
+            ),
+            None => (0, file.region.len),
+        };
+        let len = len.min(window_len);
+        let blocks = (window_len / unit).max(1);
         let block = match &self.distribution {
             RandomDistribution::Random if !self.norandommap => {
                 let needs_pass = match &file.map {
@@ -278,12 +326,12 @@ impl Generator {
             }
         };
         let mut offset = block * unit;
-        if offset + len > file.region.len {
-            offset = (file.region.len - len) / unit * unit;
+        if offset + len > window_len {
+            offset = (window_len - len) / unit * unit;
         }
         NextIo {
             dir,
-            offset: file.region.start + offset,
+            offset: file.region.start + window_start + offset,
             len,
             file: file_index,
         }
@@ -355,6 +403,52 @@ mod tests {
         offsets.sort();
         let expected: Vec<u64> = (0..64).map(|b| region.start + b * 4096).collect();
         assert_eq!(offsets, expected);
+    }
+
+    // Proves zonemode=strided gives the offsets fio 3.33 gives (its write_iolog on a 64 MiB
+    // file, bs=64k): zonesize=1m zoneskip=3m reads [0, 1m), [4m, 5m), ... and wraps to 0
+    // after the last zone; with zonerange=512k each zone's half megabyte is read twice before
+    // moving 3.5 MiB on; random reads with zonerange=2m stay in [0, 2m), then [5m, 7m).
+    #[test]
+    fn strided_zones_visit_zones_as_fio() {
+        const K: u64 = 1024;
+        const M: u64 = 1024 * 1024;
+        let region = Region {
+            start: 0,
+            len: 64 * M,
+        };
+        let zoned = |rw: RwMode, size: u64, range: u64, skip: u64| {
+            generator(rw, region, move |job| {
+                job.bs = std::array::from_fn(|_| BlockSize::Fixed(64 * K));
+                job.strided_zones = Some(StridedZones { size, range, skip });
+            })
+        };
+        let mut g = zoned(RwMode::Read, M, M, 3 * M);
+        let offsets: Vec<u64> = (0..1024).map(|_| g.next_io().offset).collect();
+        assert_eq!(
+            offsets[..16],
+            (0..16).map(|i| i * 64 * K).collect::<Vec<_>>()[..]
+        );
+        assert_eq!(offsets[16], 4 * M);
+        assert_eq!(offsets[255], 60 * M + 15 * 64 * K);
+        assert_eq!(offsets[256], 0, "wraps after the last zone");
+        let distinct: std::collections::BTreeSet<u64> = offsets.iter().copied().collect();
+        assert_eq!(distinct.len(), 256);
+
+        let mut g = zoned(RwMode::Read, M, 512 * K, 3 * M);
+        let offsets: Vec<u64> = (0..20).map(|_| g.next_io().offset / K).collect();
+        let half: Vec<u64> = (0..8).map(|i| i * 64).collect();
+        assert_eq!(offsets[..8], half[..]);
+        assert_eq!(offsets[8..16], half[..]);
+        assert_eq!(offsets[16], 3584);
+
+        let mut g = zoned(RwMode::RandRead, M, 2 * M, 3 * M);
+        let offsets: Vec<u64> = (0..32).map(|_| g.next_io().offset).collect();
+        assert!(offsets[..16].iter().all(|&o| o < 2 * M), "{offsets:?}");
+        assert!(
+            offsets[16..].iter().all(|&o| (5 * M..7 * M).contains(&o)),
+            "{offsets:?}"
+        );
     }
 
     // Proves sequential I/O climbs and wraps inside the region.

@@ -176,6 +176,36 @@ pub fn plan(jobs: &[JobSpec], capacity: u64, partitions: &[Region]) -> Result<La
             }
         }
     }
+    // A file that a job fills (`fill_device`, no size) is as large as the file system's free
+    // space: it is placed after the others, which share the rest equally.
+    let filled: Vec<&String> = order
+        .iter()
+        .filter(|name| {
+            needed[*name] == 0
+                && jobs
+                    .iter()
+                    .any(|job| job.fill_device && job.filenames.contains(name))
+        })
+        .collect();
+    let order: Vec<String> = order
+        .iter()
+        .filter(|name| !filled.contains(name))
+        .chain(filled.iter().copied())
+        .cloned()
+        .collect();
+    let filled: Vec<String> = filled.into_iter().cloned().collect();
+    let sized: u64 = order
+        .iter()
+        .filter(|name| !filled.contains(name))
+        .map(|name| needed[name].div_ceil(FILE_ALIGNMENT) * FILE_ALIGNMENT)
+        .sum();
+    if !filled.is_empty() {
+        let free = fs_end.saturating_sub(fs_start).saturating_sub(sized);
+        let share = free / filled.len() as u64 / FILE_ALIGNMENT * FILE_ALIGNMENT;
+        for name in &filled {
+            needed.insert(name.clone(), share);
+        }
+    }
     // Pass 2: place the files.
     let mut files = Vec::with_capacity(order.len());
     let mut placed: BTreeMap<&str, Region> = BTreeMap::new();
@@ -345,6 +375,27 @@ mod tests {
                 len: 1 << 30
             }
         );
+    }
+
+    // Proves a file a job fills (fill_device, no size) takes the file system's free space,
+    // after the sized files, whatever the order they are named in; a later job reading it
+    // without a size reads all of it (fio's surface-scan.fio).
+    #[test]
+    fn a_filled_file_takes_the_free_space() {
+        let mut fill = job("w", "data", None);
+        fill.fill_device = true;
+        let jobs = vec![
+            fill,
+            job("s", "small", Some(Amount::Bytes(3 << 20))),
+            job("r", "data", None),
+        ];
+        let layout = plan(&jobs, 1 << 30, &[]).unwrap();
+        let names: Vec<&str> = layout.files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, vec!["small", "data"]);
+        let data = layout.files[1].1;
+        assert_eq!(data.start, 3 << 20);
+        assert_eq!(data.end(), 1 << 30);
+        assert_eq!(layout.job_regions[2][0], data);
     }
 
     #[test]

@@ -511,6 +511,7 @@ mod tests {
             counts_errors: false,
             total_err: 0,
             first_error: 0,
+            steadystate: None,
             logs: Default::default(),
             log: None,
             device_time: 0,

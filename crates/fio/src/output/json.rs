@@ -402,9 +402,55 @@ fn job_json(entry: &ReportedJob, group: &GroupRun, elapsed_s: u64, bins: bool) -
     object.insert("latency_target".into(), 0.into());
     object.insert("latency_percentile".into(), float(100.0));
     object.insert("latency_window".into(), 0.into());
+    if let Some(steady) = &job.steadystate {
+        object.insert("steadystate".into(), steady_state(steady));
+    }
     if let Some(note) = job_note(job) {
         object.insert("iosched".into(), note);
     }
+    Value::Object(object)
+}
+
+/// fio's `"steadystate"` object: the criterion, the window's duration (s), the verdict, the
+/// last criterion judged, and the window's samples (bytes per second and IOPS, oldest first).
+fn steady_state(steady: &crate::steady::SteadyTracker) -> Value {
+    let (iops_mean, bw_mean) = steady.means();
+    let mut data = Map::new();
+    data.insert("bw_mean".into(), bw_mean.into());
+    data.insert("iops_mean".into(), iops_mean.into());
+    data.insert(
+        "iops".into(),
+        Value::Array(
+            steady
+                .samples
+                .iter()
+                .map(|&(iops, _)| iops.into())
+                .collect(),
+        ),
+    );
+    data.insert(
+        "bw".into(),
+        Value::Array(steady.samples.iter().map(|&(_, bw)| bw.into()).collect()),
+    );
+    let mut object = Map::new();
+    object.insert("ss".into(), steady.spec.describe().into());
+    object.insert(
+        "duration".into(),
+        (steady.spec.duration / 1_000_000_000).into(),
+    );
+    object.insert("attained".into(), u8::from(steady.attained).into());
+    object.insert(
+        "criterion".into(),
+        format!(
+            "{:.6}{}",
+            steady.criterion,
+            if steady.spec.percent { "%" } else { "" }
+        )
+        .into(),
+    );
+    object.insert("max_deviation".into(), float(steady.deviation));
+    object.insert("slope".into(), float(steady.slope));
+    object.insert("data".into(), Value::Object(data));
     Value::Object(object)
 }
 

@@ -185,6 +185,50 @@ fn job_status(out: &mut String, entry: &ReportedJob, group: &GroupRun, started_m
         entry.latency_depth
     )
     .unwrap();
+    if let Some(steady) = &job.steadystate {
+        // fio's show_ss_normal.
+        let (iops, bandwidth) = steady.means();
+        writeln!(
+            out,
+            "  steadystate  : attained={}, bw={}, iops={}, {}{}={:.3}{}",
+            if steady.attained { "yes" } else { "no" },
+            rate_pair(bandwidth),
+            num2str(iops, SIGNIFICANT_FIGURES, 1, false, Unit::None),
+            match steady.spec.metric {
+                crate::steady::SteadyMetric::Iops => "iops",
+                crate::steady::SteadyMetric::Bw => "bw",
+            },
+            if steady.spec.slope {
+                " slope"
+            } else {
+                " mean dev"
+            },
+            steady.criterion,
+            if steady.spec.percent { "%" } else { "" }
+        )
+        .unwrap();
+    }
+}
+
+/// A bandwidth as fio shows it, binary units then decimal ones: `94.6GiB/s (99.2GB/s)`.
+fn rate_pair(bytes_per_second: u64) -> String {
+    format!(
+        "{} ({})",
+        num2str(
+            bytes_per_second,
+            SIGNIFICANT_FIGURES,
+            1,
+            true,
+            Unit::BytePerSecond
+        ),
+        num2str(
+            bytes_per_second,
+            SIGNIFICANT_FIGURES,
+            1,
+            false,
+            Unit::BytePerSecond
+        )
+    )
 }
 
 /// The description of an errno value, as fio shows it after `err=`.
@@ -220,17 +264,10 @@ fn dir_status(
     };
     writeln!(
         out,
-        "  {}: IOPS={}, BW={} ({})({}/{runtime_ms}msec){zone_status}",
+        "  {}: IOPS={}, BW={}({}/{runtime_ms}msec){zone_status}",
         dir.name(),
         num2str(iops, SIGNIFICANT_FIGURES, 1, false, Unit::None),
-        num2str(bandwidth, SIGNIFICANT_FIGURES, 1, true, Unit::BytePerSecond),
-        num2str(
-            bandwidth,
-            SIGNIFICANT_FIGURES,
-            1,
-            false,
-            Unit::BytePerSecond
-        ),
+        rate_pair(bandwidth),
         num2str(stats.io_bytes, SIGNIFICANT_FIGURES, 1, true, Unit::Byte),
     )
     .unwrap();

@@ -72,7 +72,6 @@ const WITHOUT_PLACEMENT: &str =
 const WITHOUT_SPRANDOM: &str = "accepted without effect: applies only with sprandom=1";
 const WITHOUT_IOLOG: &str = "accepted without effect: applies only when replaying an I/O log \
                              (read_iolog), which iosched does not support";
-const WITHOUT_STEADYSTATE: &str = "accepted without effect: applies only with steadystate_duration";
 const WITHOUT_SEQUENCE: &str =
     "accepted without effect: applies only with random_distribution=sequence";
 const WRITE_HINT: &str =
@@ -93,7 +92,6 @@ const VERIFY_ONLY: &str = "a verify-only job reads back data written earlier; th
 const PROFILE_OPTION: &str = "fio profiles are not supported";
 const RAMP_SIZE: &str = "a ramp measured in bytes (ramp_size) is not modelled; use ramp_time";
 
-const ZONES: &str = "zoned I/O (zonemode strided or zbd) is not modelled";
 const PLACEMENT: &str = "data placement (FDP, streams) is not modelled";
 const SPRANDOM: &str = "SanDisk pseudo-random preconditioning (sprandom) is not modelled";
 const TRIM_VERIFY: &str = "trimming verified blocks (trim_percentage) is not modelled";
@@ -105,7 +103,6 @@ const THINKTIME_VARIANTS: &str = "only thinktime counted in completed I/Os is mo
 const RATE_THINKTIME: &str = "rate_ignore_thinktime is not modelled";
 const MAX_LATENCY: &str = "fio ends a job whose latency exceeds max_latency; the simulator does \
                            not";
-const STEADYSTATE: &str = "ending a job when it reaches steady state is not modelled";
 const PERCENTAGE_RANDOM: &str = "mixing sequential and random offsets in one job is not modelled";
 const FILE_SERVICE: &str = "only round-robin service of a job's files is modelled";
 const BS_VARIANTS: &str =
@@ -229,6 +226,11 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "exit_what",
             "exitall_on_error",
             "rate_process",
+            "steadystate_duration",
+            "zonemode",
+            "zonesize",
+            "zonerange",
+            "zoneskip",
             "wait_for",
         ],
     ),
@@ -405,8 +407,6 @@ static GROUPS: &[(Disposition, &[&str])] = &[
         Noted(WITHOUT_ZONES),
         &[
             "zonecapacity",
-            "zonerange",
-            "zoneskip",
             "read_beyond_wp",
             "max_open_zones",
             "job_max_open_zones",
@@ -440,7 +440,7 @@ static GROUPS: &[(Disposition, &[&str])] = &[
         ],
     ),
     (
-        Noted(WITHOUT_STEADYSTATE),
+        Honoured,
         &[
             "steadystate",
             "steadystate_ramp_time",
@@ -449,7 +449,6 @@ static GROUPS: &[(Disposition, &[&str])] = &[
     ),
     (Noted(WITHOUT_SEQUENCE), &["random_sequence_stride"]),
     (Noted(WRITE_HINT), &["write_hint"]),
-    (RefusedUnlessDefault(ZONES), &["zonemode", "zonesize"]),
     (RefusedUnlessDefault(PLACEMENT), &["fdp", "dataplacement"]),
     (RefusedUnlessDefault(SPRANDOM), &["sprandom"]),
     (RefusedUnlessDefault(TRIM_VERIFY), &["trim_percentage"]),
@@ -464,7 +463,6 @@ static GROUPS: &[(Disposition, &[&str])] = &[
         &["rate_ignore_thinktime"],
     ),
     (RefusedUnlessDefault(MAX_LATENCY), &["max_latency"]),
-    (RefusedUnlessDefault(STEADYSTATE), &["steadystate_duration"]),
     (
         RefusedUnlessDefault(PERCENTAGE_RANDOM),
         &["percentage_random"],

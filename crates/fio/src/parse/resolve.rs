@@ -23,7 +23,10 @@ use super::disposition::{ASYNC_ENGINES, SYNC_ENGINES};
 use super::settings::{split_colon_list, Setting, Settings, Size, Value};
 use super::table::Scope;
 use super::ParseError;
-use crate::job::{CmdPrio, CmdPrioShare, Fadvise, RandomDistribution, DEFAULT_PERCENTILES};
+use crate::job::{
+    CmdPrio, CmdPrioShare, Fadvise, RandomDistribution, StridedZones, DEFAULT_PERCENTILES,
+};
+use crate::steady::{SteadyMetric, SteadyState};
 use crate::{
     Amount, BlockSize, Engine, ExitWhat, Flow, JobSpec, LatencyTarget, Location, Note,
     SyncFileRange, Verify,
@@ -385,6 +388,131 @@ impl Resolver<'_> {
         Ok(())
     }
 
+    /// `steadystate` (`ss`), with `ss_dur`, `ss_ramp` and `ss_interval`, as fio's
+    /// `str_steadystate_cb`: a criterion (`iops`, `iops_slope`, `bw`, `bw_slope`) and a limit,
+    /// a percentage of the mean or a number (bytes per second, with fio's units, for `bw`).
+    fn steady_state(&self, notes: &mut Vec<Note>) -> Result<Option<SteadyState>, ParseError> {
+        let duration = self.time("steadystate_duration").unwrap_or(0);
+        if duration == 0 {
+            for name in [
+                "steadystate",
+                "steadystate_ramp_time",
+                "steadystate_check_interval",
+            ] {
+                if self.setting(name).is_some() {
+                    self.note(notes, name, "no effect without steadystate_duration");
+                }
+            }
+            return Ok(None);
+        }
+        let text = self.text("steadystate").unwrap_or("iops_slope:0.01%");
+        let bad = |why: &str| {
+            self.error(
+                "steadystate",
+                format!("steadystate={text}: {why} (criterion:limit, e.g. iops_slope:0.1%)"),
+            )
+        };
+        let (criterion, limit) = text
+            .split_once(':')
+            .ok_or_else(|| bad("no limit after the criterion"))?;
+        let (metric, slope) = match criterion.trim().to_ascii_lowercase().as_str() {
+            "iops" => (SteadyMetric::Iops, false),
+            "iops_slope" => (SteadyMetric::Iops, true),
+            "bw" => (SteadyMetric::Bw, false),
+            "bw_slope" => (SteadyMetric::Bw, true),
+            _ => {
+                return Err(bad(
+                    "the criterion is one of iops, iops_slope, bw, bw_slope",
+                ))
+            }
+        };
+        let limit = limit.trim();
+        let (limit, percent) = match limit.strip_suffix('%') {
+            Some(number) => (
+                number
+                    .trim()
+                    .parse::<f64>()
+                    .map_err(|_| bad("the limit is not a number"))?,
+                true,
+            ),
+            None if metric == SteadyMetric::Bw => {
+                match super::value::number(limit, super::value::Context::Size { kb_base: 1024 }) {
+                    Ok(super::value::Number::Value(bytes)) => (bytes as f64, false),
+                    _ => return Err(bad("the limit is not a size")),
+                }
+            }
+            None => (
+                limit
+                    .parse::<f64>()
+                    .map_err(|_| bad("the limit is not a number"))?,
+                false,
+            ),
+        };
+        if !(limit.is_finite() && limit >= 0.0) {
+            return Err(bad("the limit must be a number of 0 or more"));
+        }
+        let interval =
+            micros_to_nanos(self.time("steadystate_check_interval").unwrap_or(1_000_000));
+        let duration = micros_to_nanos(duration);
+        if interval == 0 || duration % interval != 0 || duration < interval {
+            return Err(self.error(
+                "steadystate_duration",
+                "steadystate_duration must be a multiple of steadystate_check_interval (1 s by \
+                 default)",
+            ));
+        }
+        Ok(Some(SteadyState {
+            metric,
+            slope,
+            limit,
+            percent,
+            duration,
+            ramp: micros_to_nanos(self.time("steadystate_ramp_time").unwrap_or(0)),
+            interval,
+        }))
+    }
+
+    /// `zonemode` with `zonesize`, `zonerange` and `zoneskip`, checked as fio's
+    /// `fixup_options`: strided needs a zone size, none takes none; zbd is refused.
+    fn strided_zones(&self) -> Result<Option<StridedZones>, ParseError> {
+        let bytes = |name: &str| match self.size(name) {
+            Some(Size::Bytes(bytes)) => bytes,
+            _ => 0,
+        };
+        let (size, range, skip) = (bytes("zonesize"), bytes("zonerange"), bytes("zoneskip"));
+        match self.text("zonemode").unwrap_or("none") {
+            "strided" if size == 0 => Err(self.error(
+                "zonemode",
+                "--zonesize must be specified when using --zonemode=strided (fio's check)",
+            )),
+            "strided" => Ok(Some(StridedZones {
+                size,
+                range: if range == 0 { size } else { range },
+                skip,
+            })),
+            "zbd" => Err(self.error(
+                "zonemode",
+                "zonemode=zbd: refused: zoned block devices (write pointers, zone resets, open \
+                 zone limits) are not modelled",
+            )),
+            _ if size != 0 => Err(self.error(
+                "zonesize",
+                "--zonemode=none and --zonesize are not compatible (fio's check)",
+            )),
+            _ => {
+                for name in ["zonerange", "zoneskip"] {
+                    if self.setting(name).is_some() {
+                        return Err(self.error(
+                            name,
+                            format!("{name} applies only with zonemode=strided (or zbd)"),
+                        ));
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+
     fn access_pattern(&self, spec: &mut JobSpec) -> Result<(), ParseError> {
         if let Some(Value::Rw {
             mode,
@@ -415,6 +543,7 @@ impl Resolver<'_> {
         {
             spec.random_distribution = distribution.clone();
         }
+        spec.strided_zones = self.strided_zones()?;
         spec.norandommap = self.flag("norandommap", false);
         // fio: a non-uniform distribution excludes the random map.
         if spec.random_distribution != RandomDistribution::Random {
@@ -478,7 +607,8 @@ impl Resolver<'_> {
             Some(Size::Bytes(bytes)) => Some(Amount::Bytes(bytes)),
             Some(Size::Percent(percent)) => Some(Amount::Percent(f64::from(percent))),
         };
-        if self.flag("fill_device", false) && spec.size.is_some() {
+        spec.fill_device = self.flag("fill_device", false);
+        if spec.fill_device && spec.size.is_some() {
             return Err(self.error(
                 "fill_device",
                 "fill_device=1 with size: refused: writing on past size until the device is \
@@ -699,6 +829,8 @@ impl Resolver<'_> {
                 );
             }
         }
+
+        spec.steadystate = self.steady_state(notes)?;
 
         match self.time("latency_target").filter(|t| *t > 0) {
             Some(target) => {

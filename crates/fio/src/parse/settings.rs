@@ -1188,15 +1188,13 @@ mod tests {
     #[test]
     fn refused_unless_default() {
         let mut settings = Settings::default();
-        apply(&mut settings, "zonemode=none").unwrap();
+        apply(&mut settings, "fdp=0").unwrap();
         apply(&mut settings, "io_submit_mode=inline").unwrap();
         apply(&mut settings, "percentage_random=100").unwrap();
         apply(&mut settings, "exitall=0").unwrap();
-        let error = apply(&mut settings, "zonemode=zbd").unwrap_err();
+        let error = apply(&mut settings, "fdp=1").unwrap_err();
         assert!(
-            error
-                .message
-                .starts_with("zonemode=zbd: refused: zoned I/O"),
+            error.message.starts_with("fdp=1: refused: data placement"),
             "{error}"
         );
         assert!(apply(&mut settings, "percentage_random=50").is_err());

@@ -655,8 +655,16 @@ fn priority_hints() {
 fn refusals_name_the_option_and_reason() {
     assert_eq!(
         error("[j]\nzonemode=zbd\n"),
-        "t.fio:2: zonemode=zbd: refused: zoned I/O (zonemode strided or zbd) is not modelled"
+        "t.fio:2: zonemode=zbd: refused: zoned block devices (write pointers, zone resets, \
+         open zone limits) are not modelled"
     );
+    assert!(error("[j]\nzonemode=strided\n").contains("--zonesize must be specified"));
+    assert!(error("[j]\nzonesize=1m\n").contains("not compatible"));
+    assert!(
+        error("[j]\nss_dur=3\nss_interval=2\n").contains("multiple of steadystate_check_interval")
+    );
+    assert!(error("[j]\nss=iops\nss_dur=5\n").contains("no limit"));
+    assert!(error("[j]\nss=lat:1%\nss_dur=5\n").contains("criterion is one of"));
     assert!(job("[j]\nrate_process=poisson\n").rate_poisson);
     assert!(error("[j]\nflow=-1\n").contains("weight since fio 3.23"));
     assert!(error("[j]\nrwmixcycle=10\n").contains("no longer accepts"));
