@@ -284,6 +284,25 @@ pub fn plan(jobs: &[JobSpec], capacity: u64, partitions: &[Region]) -> Result<La
             };
             let offset =
                 amount_bytes(job.offset, extent.len) + u64::from(job.clone) * job.offset_increment;
+            if offset >= extent.len {
+                let increment = if job.clone > 0 && job.offset_increment > 0 {
+                    format!(
+                        " (offset plus {} x offset_increment {}, this job being clone {})",
+                        job.clone, job.offset_increment, job.clone
+                    )
+                } else {
+                    String::new()
+                };
+                return Err(SimError::job(
+                    job,
+                    &format!(
+                        "offset {offset}{increment} lies at or beyond the end of {name:?} \
+                         ({} bytes): nothing to do there; a device needs --device-set \
+                         capacity_gb=N to be larger",
+                        extent.len
+                    ),
+                ));
+            }
             let size = match job.size {
                 Some(amount) => amount_bytes(amount, extent.len) / files_count,
                 None => extent.len.saturating_sub(offset),

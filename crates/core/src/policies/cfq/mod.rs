@@ -96,6 +96,18 @@
 //! `2 * slice_idle` and averaged with weight 7/8 on history, as `cfq_update_io_thinktime`; it
 //! counts only after about three samples (`sample_valid`).
 //!
+//! # Close cooperators
+//!
+//! When the active sync queue runs empty and another busy sync queue of its level, neither
+//! seeky, has its next request within 4 MiB of the head (`cfq_close_cooperator`), that queue is
+//! served at once instead of idling, and the two are set to merge (`cfq_setup_merge`, towards
+//! the queue with more flows): the next sync request of the merging queue's flow goes to the
+//! other queue (`cfq_merge_cfqqs`), so processes reading one file in interleaved pieces are
+//! served as one sequential queue. A merged queue found seeky when its slice ends is split
+//! (`split_coop`): each flow's next request goes to its own queue again (`split_cfqq`), the
+//! last one keeping the merged queue as its own. Queue identity is the flow's key here, so a
+//! merged flow's own queue comes back empty when it splits, as the kernel allocates a new one.
+//!
 //! # Preemption
 //!
 //! A request for a queue other than the active one ends the active slice at once
@@ -113,9 +125,8 @@
 //!
 //! - No cgroup groups (`cfq_group`, `group_idle`, `wait_busy`, group vdisktime): one root
 //!   group. `grouped-cfq` puts cfq under iosched's hierarchical fair-queuing layer instead.
-//! - Close cooperators are served instead of idling (`cfq_close_cooperator`), but their
-//!   queues are not merged (`cfq_setup_merge`, `cfq_merge_cfqqs`); no `REQ_PRIO` metadata boost, no `hw_tag` queue-depth detection and no non-rotational special cases:
-//!   every device is treated as rotational and as queueing.
+//! - No `REQ_PRIO` metadata boost, no `hw_tag` queue-depth detection and no non-rotational
+//!   special cases: every device is treated as rotational and as queueing.
 //! - A request from the active flow ends the idle wait at once, as the kernel does for requests
 //!   larger than a page or when other queues are busy; the `must_dispatch` delay for small ones
 //!   is not modelled.
@@ -359,6 +370,19 @@ fn queue_key(request: &Request) -> QueueKey {
     }
 }
 
+/// A queue that close cooperators' flows share (`cfq_cfqq_coop`).
+#[derive(Clone, Copy, Debug)]
+struct Coop {
+    /// Flows whose sync requests go to it (`cfqq_process_refs`), its own flow included.
+    flows: u32,
+    /// It was seeky at the end of a slice: each flow leaves it at its next request
+    /// (`cfq_cfqq_split_coop`).
+    split: bool,
+}
+
+/// Most merges remembered (set up and not yet done), as the history table's size.
+const MERGES_MAX: usize = 4096;
+
 /// The CFQ policy.
 #[derive(Debug)]
 pub struct Cfq {
@@ -379,6 +403,15 @@ pub struct Cfq {
     /// `History::stamp` to key, oldest first.
     history_lru: BTreeMap<u64, QueueKey>,
     history_stamp: u64,
+    /// Queue merging of close cooperators (2.6.33+, `cfq_setup_merge`): the flows whose sync
+    /// requests go to another flow's queue (`cic_set_cfqq`), the merges set up and not yet
+    /// done (`cfqq->new_cfqq`, source to target), the merged queues with the number of flows
+    /// using them (`cfqq_process_refs`) and whether they are to be split (`split_coop`), and
+    /// the queue of each request in flight that is not its flow's own.
+    flow_queue: BTreeMap<FlowId, QueueKey>,
+    merge_pending: BTreeMap<QueueKey, QueueKey>,
+    coop: BTreeMap<QueueKey, Coop>,
+    request_queue: BTreeMap<RequestId, QueueKey>,
     active: Option<Active>,
     /// Requests the device handed back, served before anything else.
     requeued: VecDeque<Request>,
@@ -442,6 +475,10 @@ impl Cfq {
             history: BTreeMap::new(),
             history_lru: BTreeMap::new(),
             history_stamp: 0,
+            flow_queue: BTreeMap::new(),
+            merge_pending: BTreeMap::new(),
+            coop: BTreeMap::new(),
+            request_queue: BTreeMap::new(),
             active: None,
             requeued: VecDeque::new(),
             queued: 0,

@@ -113,6 +113,91 @@ impl History {
 }
 
 impl Cfq {
+    /// The queue a request of this flow goes to now: for a sync request, the queue its flow
+    /// was merged into (`cic_to_cfqq`), else its own.
+    pub(super) fn queue_of(&self, request: &Request) -> QueueKey {
+        if !request.sync {
+            return queue_key(request);
+        }
+        self.flow_queue
+            .get(&request.flow)
+            .copied()
+            .unwrap_or_else(|| queue_key(request))
+    }
+
+    /// The queue a dispatched request was served from (`RQ_CFQQ`).
+    pub(super) fn dispatched_queue(&mut self, request: &Request) -> QueueKey {
+        self.request_queue
+            .remove(&request.id)
+            .unwrap_or_else(|| queue_key(request))
+    }
+
+    /// `cfq_set_request` for a sync request of `flow`, before it is queued: a merged queue to
+    /// be split gives the flow its own queue back (`split_cfqq`; the last flow keeps it, no
+    /// longer merged), and a merge set up for the flow's queue moves the flow to the other
+    /// queue (`cfq_merge_cfqqs`). Returns the queue the request goes to.
+    pub(super) fn set_request_queue(&mut self, request: &Request) -> QueueKey {
+        let mut key = self.queue_of(request);
+        if !request.sync {
+            return key;
+        }
+        let flow = request.flow;
+        if let Some(coop) = self.coop.get_mut(&key).filter(|c| c.split) {
+            if coop.flows <= 1 {
+                self.coop.remove(&key);
+            } else if self.flow_queue.remove(&flow).is_some() {
+                coop.flows -= 1;
+                key = queue_key(request);
+            }
+        }
+        if let Some(&target) = self.merge_pending.get(&key) {
+            let users = self.coop.get(&key).map_or(1, |c| c.flows);
+            if users <= 1 {
+                self.merge_pending.remove(&key);
+                self.coop.remove(&key);
+            } else if let Some(coop) = self.coop.get_mut(&key) {
+                coop.flows -= 1;
+            }
+            let coop = self.coop.entry(target).or_insert(Coop {
+                flows: 1,
+                split: false,
+            });
+            coop.flows += 1;
+            if target == queue_key(request) {
+                self.flow_queue.remove(&flow);
+            } else {
+                self.flow_queue.insert(flow, target);
+            }
+            key = target;
+        }
+        key
+    }
+
+    /// `cfq_setup_merge`: the flows of queue `current` are to join `cooperator`, or the other
+    /// way round when `current` has more of them (the direction of the lesser work); not when
+    /// either already waits to merge into the other, through any chain.
+    pub(super) fn setup_merge(&mut self, current: QueueKey, cooperator: QueueKey) {
+        let mut target = cooperator;
+        let mut hops = 0;
+        while let Some(&next) = self.merge_pending.get(&target) {
+            if next == current || hops > MERGES_MAX {
+                return;
+            }
+            target = next;
+            hops += 1;
+        }
+        let refs = |key: &QueueKey| self.coop.get(key).map_or(1, |c| c.flows);
+        let (source, target) = if refs(&target) >= refs(&current) {
+            (current, target)
+        } else {
+            (target, current)
+        };
+        if self.merge_pending.len() >= MERGES_MAX {
+            self.merge_pending.pop_first();
+        }
+        self.merge_pending.insert(source, target);
+    }
+
     pub(super) fn queue(&self, key: QueueKey) -> &Queue {
         self.queues.get(&key).expect("queue is live")
     }
@@ -248,7 +333,7 @@ impl Cfq {
         _now: Nanos,
     ) -> Result<(), Request> {
         // Only into the queue this request would join (`cfq_allow_merge`).
-        let key = queue_key(&request);
+        let key = self.queue_of(&request);
         let Some(queue) = self.queues.get_mut(&key) else {
             return Err(request);
         };
@@ -296,10 +381,8 @@ impl Cfq {
         let mut requests: Vec<Request> = Vec::with_capacity(self.queued);
         for request in std::mem::take(&mut self.requeued) {
             // It leaves without completing here: undo its dispatch accounting.
-            let queue = self
-                .queues
-                .get_mut(&queue_key(&request))
-                .expect("queue is live");
+            let key = self.dispatched_queue(&request);
+            let queue = self.queues.get_mut(&key).expect("queue is live");
             queue.dispatched -= 1;
             self.in_flight[usize::from(queue.sync)] -= 1;
             if queue.class != IDLE {

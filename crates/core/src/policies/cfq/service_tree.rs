@@ -309,7 +309,11 @@ impl Cfq {
             } else if !queue.sort.is_empty() {
                 return Select::Queue(key);
             } else if let Some(cooperator) = self.close_cooperator(key) {
-                // A close cooperator: serve it now instead of idling (`cfq_select_queue`).
+                // A close cooperator: serve it now instead of idling, and merge the two
+                // queues (`cfq_select_queue`, `cfq_setup_merge`).
+                if !self.merge_pending.contains_key(&key) {
+                    self.setup_merge(key, cooperator);
+                }
                 self.expire(now, false);
                 self.activate(cooperator);
                 return Select::Queue(cooperator);
@@ -373,8 +377,7 @@ impl Cfq {
     /// request lies within `CFQQ_CLOSE_THR` (4 MiB) of where the disk head is
     /// (`last_position`) is served next, the nearest first (`cfqq_close` on the per-level
     /// tree of next requests), instead of idling: processes reading one file in interleaved
-    /// pieces cooperate. The kernel then also merges the two queues (`cfq_setup_merge`),
-    /// which is not modelled.
+    /// pieces cooperate. The two queues are then merged ([`Cfq::setup_merge`]).
     pub(super) fn close_cooperator(&self, key: QueueKey) -> Option<QueueKey> {
         let current = self.queue(key);
         if current.class == IDLE || !current.sync || self.busy_queues() <= 1 {
@@ -444,7 +447,7 @@ impl Cfq {
     /// preempts or ends idling as `cfq_rq_enqueued` does.
     pub(super) fn insert_request(&mut self, request: Request, now: Nanos) {
         self.run_idle_timer(now);
-        let key = queue_key(&request);
+        let key = self.set_request_queue(&request);
         let sync = request.sync;
         let fifo_time = now.saturating_add(self.fifo_expire[usize::from(sync)]);
         let (class, level) = (class_of(request.prio), level_of(request.prio));

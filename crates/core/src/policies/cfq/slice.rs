@@ -90,6 +90,12 @@ impl Cfq {
             let resid = active.slice_end as i64 - now as i64;
             self.history_mut(key, now).slice_resid = resid;
         }
+        // `__cfq_slice_expired`: a merged queue that has become seeky is to be split.
+        if self.history.get(&key).is_some_and(|h| h.seeky()) {
+            if let Some(coop) = self.coop.get_mut(&key) {
+                coop.split = true;
+            }
+        }
         if self.queue(key).sort.is_empty() {
             self.del_from_tree(key);
         } else {
@@ -227,6 +233,10 @@ impl Cfq {
         let queue = self.queue_mut(key);
         queue.next = next;
         let entry = queue.remove(chosen);
+        if entry.request.sync && key != queue_key(&entry.request) {
+            self.request_queue.insert(entry.request.id, key);
+        }
+        let queue = self.queue_mut(key);
         queue.dispatched += 1;
         let (sync, class) = (queue.sync, queue.class);
         self.in_flight[usize::from(sync)] += 1;
@@ -244,7 +254,7 @@ impl Cfq {
     /// completes, and idling for the flow's next request (`cfq_completed_request`).
     pub(super) fn request_completed(&mut self, request: &Request, now: Nanos) {
         self.run_idle_timer(now);
-        let key = queue_key(request);
+        let key = self.dispatched_queue(request);
         let queue = self
             .queues
             .get_mut(&key)

@@ -929,3 +929,62 @@ fn a_close_cooperator_is_served_instead_of_idling() {
         }
     }
 }
+
+// Proves the queue merge of close cooperators (cfq_setup_merge, cfq_merge_cfqqs, split_cfqq):
+// once flow 0's queue ran empty with flow 1's next request next to the head, flow 0's next
+// request goes to flow 1's queue, and so the two readers of interleaved pieces are served
+// as one sequential queue, in offset order, without idling between them; when the merged
+// queue turns seeky, its slice's end marks it to be split, and flow 0's next request goes
+// to its own queue again.
+#[test]
+fn close_cooperators_share_one_queue_until_it_turns_seeky() {
+    let mut policy = Cfq::new();
+    policy.insert(read(1, 0, 0, 0), 0);
+    policy.insert(read(2, 1, 4096, 0), 0);
+    let first = take(&mut policy, 0);
+    policy.completed(&first, MS);
+    let second = take(&mut policy, MS);
+    assert_eq!(second.id.0, 2, "the cooperator, at once");
+    assert_eq!(
+        policy.merge_pending.get(&QueueKey::Sync(FlowId(0))),
+        Some(&QueueKey::Sync(FlowId(1)))
+    );
+    // Flow 0's next request joins flow 1's queue.
+    policy.insert(read(3, 0, 8192, 2 * MS), 2 * MS);
+    assert_eq!(policy.flow_queue.get(&FlowId(0)), Some(&QueueKey::Sync(FlowId(1))));
+    assert_eq!(policy.coop[&QueueKey::Sync(FlowId(1))].flows, 2);
+    policy.insert(read(4, 1, 12288, 2 * MS), 2 * MS);
+    let queue = &policy.queues[&QueueKey::Sync(FlowId(1))];
+    assert_eq!(queue.sort.len(), 2, "both flows' requests in one queue");
+    assert!(!policy.queues.contains_key(&QueueKey::Sync(FlowId(0))));
+    policy.completed(&second, 2 * MS);
+    let (a, b) = (take(&mut policy, 2 * MS), take(&mut policy, 2 * MS));
+    assert_eq!((a.id.0, b.id.0), (3, 4), "one queue, in offset order");
+    // Its completion finds the queue it was served from.
+    policy.completed(&a, 3 * MS);
+    policy.completed(&b, 3 * MS);
+    // Seeky from now on: 32 far requests, then the slice ends.
+    let mut now = 4 * MS;
+    for i in 0..32u64 {
+        let flow = (i % 2) as u32;
+        policy.insert(read(10 + i, flow, (i + 1) * GIB, now), now);
+        let r = take(&mut policy, now);
+        now += MS;
+        policy.completed(&r, now);
+    }
+    while policy.queued() > 0 || policy.active.is_some() {
+        match policy.dispatch(now) {
+            Dispatch::Request(r) => policy.completed(&r, now + MS),
+            Dispatch::WaitUntil(until) => now = until,
+            Dispatch::Empty => now += 10 * MS,
+        }
+        now += MS;
+        if now > SECOND {
+            break;
+        }
+    }
+    assert!(policy.coop[&QueueKey::Sync(FlowId(1))].split, "seeky at the slice's end");
+    policy.insert(read(100, 0, 50 * GIB, now), now);
+    assert_eq!(policy.flow_queue.get(&FlowId(0)), None, "split: its own queue again");
+    assert!(policy.queues.contains_key(&QueueKey::Sync(FlowId(0))));
+}
