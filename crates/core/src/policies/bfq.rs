@@ -1,6 +1,7 @@
 //! `bfq`: Budget Fair Queueing (Linux's block/bfq-iosched.c, the rules of 5.x/6.x) over the
-//! common fair-queuing layer, with interactive weight raising (`low_latency`, on by default as
-//! in the kernel) but without soft real-time raising, burst detection or I/O injection.
+//! common fair-queuing layer, with interactive and soft real-time weight raising
+//! (`low_latency`, on by default as in the kernel) and I/O injection, without burst
+//! detection.
 //!
 //! - **Queues.** Each flow's synchronous requests have a queue of their own; asynchronous
 //!   requests share one queue per cgroup, class and level. A queue is a leaf of the common
@@ -43,14 +44,41 @@
 //!   Linux gives such a queue a shallow tag depth of 1; we let it hold its share, at least 1.
 //!   While a weight-raised queue is busy, sync writes get 6/16 and async I/O 3/16
 //!   (`async_depths[1]`).
-//! - **Weight raising** (`low_latency`): a sync queue that becomes busy after 2 s of silence
-//!   since its last turn's budget timeout, or new, is interactive
-//!   (`bfq_bfqq_handle_idle_busy_switch`): it weighs 30 times its weight (`bfq_wr_coeff`) for
-//!   `bfq_wr_duration`, 7 s times 109 MB/s over the peak rate, within 3 and 25 s
-//!   (`wr_max_time` overrides it); the raising ends when that time is up, checked when the
-//!   queue becomes busy and at each of its dispatches (`bfq_update_wr_data`). Not modelled:
-//!   soft real-time raising, large-burst detection (many queues starting together are not
-//!   raised in the kernel), and injection of other queues' I/O while idling.
+//! - **Weight raising** (`low_latency`), for sync queues of the default weight (40: the kernel
+//!   assumes any other was set on purpose) and not of the IDLE class:
+//!   - a queue that becomes busy after 2 s of silence since its last turn's budget timeout, or
+//!     new, is interactive (`bfq_bfqq_handle_idle_busy_switch`): it weighs 30 times its
+//!     weight (`bfq_wr_coeff`) for `bfq_wr_duration`, 7 s times 109 MB/s over the peak rate,
+//!     within 3 and 25 s (`wr_max_time` overrides it);
+//!   - a queue that becomes busy again no sooner than its `soft_rt_next_start`, with nothing
+//!     in flight and not totally seeky, is soft real-time: 3000 times its weight
+//!     (`BFQ_SOFTRT_WEIGHT_FACTOR`; our layer caps weights at 10,000) for 300 ms
+//!     (`bfq_wr_rt_max_time`), recharged at each such return. `soft_rt_next_start` is set
+//!     when a turn ends with nothing queued (or at the last completion, if requests were in
+//!     flight): no sooner than the service since it became busy allows at
+//!     `wr_max_softrt_rate` (7000 sectors/s), nor than `slice_idle` + 4 ms from then
+//!     (`bfq_bfqq_softrt_next_start`);
+//!   - a raising ends when its time is up, checked when the queue becomes busy and at each of
+//!     its dispatches (`bfq_update_wr_data`); a soft real-time raising that interrupted an
+//!     interactive one goes back to it if that one's time is not up
+//!     (`switch_back_to_interactive_wr`).
+//!
+//!   Not modelled: large-burst detection (many queues starting together are not raised in
+//!   the kernel).
+//! - **Injection** (Linux 5.2+, `bfq_choose_bfqq_for_injection`): while the disk waits for
+//!   the queue in service, another busy queue's oldest request that fits its budget goes to
+//!   the drive (charged to that queue), unless idling pays for throughput by itself
+//!   (`idling_boosts_thr_without_issues`: a drive without command queueing, `hw_tag` detected
+//!   from the requests it holds as `bfq_update_hw_tag`, or a sequential queue with a short
+//!   think time), or the waiting queue is weight-raised with a short think time while no
+//!   other raised queue is busy, or the drive already holds `inject_limit` requests. The limit
+//!   adapts per queue (`bfq_update_inject_limit`): a request of the queue in service that
+//!   arrives with the drive empty is timed from arrival to completion as the base; with
+//!   injected requests around, a time 1.5x the base or more lowers the limit, a shorter one
+//!   raises it; it restarts at 0 (1 for a long think time) every second
+//!   (`bfq_reset_inject_limit`). Think time is `bfq_update_io_thinktime`'s, short unless its
+//!   mean exceeds half of `slice_idle`. The kernel also injects a waker queue's and the same
+//!   process's async I/O first (waker detection); not modelled.
 
 use super::PolicyInfo;
 use crate::fq::{CgroupTree, FairQueue, LeafId};
@@ -140,10 +168,36 @@ pub const TUNABLES: &[TunableSpec] = &[
         doc: "how long an interactive queue stays weight-raised; 0 computes it from the peak \
               rate, 3 to 25 s (bfq_wr_duration)",
     },
+    TunableSpec {
+        name: "wr_max_softrt_rate",
+        unit: Unit::Count,
+        default: 7000,
+        min: 0,
+        max: 1 << 30,
+        doc: "sectors per second below which a queue that comes back on time is soft \
+              real-time and raised 3000 times for 300 ms at a time (bfq_wr_max_softrt_rate); 0 \
+              turns soft real-time raising off",
+    },
 ];
 
 /// `bfq_wr_coeff`: the factor of an interactive queue's weight while raised.
 const WR_COEFF: u32 = 30;
+/// `BFQ_SOFTRT_WEIGHT_FACTOR`: a soft real-time queue weighs this many times more again.
+const SOFTRT_WEIGHT_FACTOR: u32 = 100;
+/// `bfq_wr_rt_max_time`: a soft real-time raising lasts this long, recharged each time the
+/// queue comes back on time.
+const WR_RT_MAX_TIME: Nanos = 300 * MILLISECOND;
+/// The weight of the default priority (BE 4, `(8 - 4) x 10`): only queues of this weight are
+/// raised, the kernel assuming any other was set on purpose (`entity.new_weight == 40`).
+const DEFAULT_WEIGHT: u32 = 40;
+/// The kernel's four jiffies of margin in `bfq_bfqq_softrt_next_start` (HZ=1000).
+const SOFTRT_MARGIN: Nanos = 4 * MILLISECOND;
+/// Think-time samples before the mean counts (`bfq_sample_valid`: more than 80).
+const TTIME_SAMPLES_VALID: u64 = 80;
+/// `BFQ_HW_QUEUE_THRESHOLD` and `BFQ_HW_QUEUE_SAMPLES`: the device queues commands if more
+/// than 3 were in it at once, judged over 32 samples with enough requests around.
+const HW_QUEUE_THRESHOLD: usize = 3;
+const HW_QUEUE_SAMPLES: u32 = 32;
 /// `bfq_wr_min_idle_time`: silence after which a queue that starts again is interactive.
 const WR_MIN_IDLE_TIME: Nanos = 2 * SECOND;
 /// `ref_rate[0] * ref_wr_duration[0]` for rotational devices: a device of 14000 << 16
@@ -156,7 +210,7 @@ pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "bfq",
         aliases: &[],
-        summary: "budget fair queueing over the common layer: per-flow budgets by ioprio weight, cgroups by io.weight, budget feedback, slice_idle, interactive weight raising (Linux's BFQ without soft real-time raising or injection)",
+        summary: "budget fair queueing over the common layer: per-flow budgets by ioprio weight, cgroups by io.weight, budget feedback, slice_idle, interactive and soft real-time weight raising, I/O injection (Linux's BFQ without burst detection)",
         tunables: TUNABLES,
         build: || Box::new(Bfq::new()),
     },
@@ -210,11 +264,38 @@ struct Queue {
     /// 1, or [`WR_COEFF`] while weight-raised (`wr_coeff`).
     wr_coeff: u32,
     /// When its raising started (`last_wr_start_finish`) and how long it lasts
-    /// (`wr_cur_max_time`).
+    /// (`wr_cur_max_time`): [`WR_RT_MAX_TIME`] while soft real-time.
     wr_start: Nanos,
     wr_duration: Nanos,
+    /// Soft real-time detection: the earliest time the queue may become busy again and count
+    /// as soft real-time (`soft_rt_next_start`), when it last became busy
+    /// (`last_idle_bklogged`), the bytes served since (`service_from_backlogged`), whether
+    /// `soft_rt_next_start` waits for its requests in flight to complete
+    /// (`softrt_update`), and when an interactive raising that turned soft real-time started
+    /// (`wr_start_at_switch_to_srt`; `None`: long ago).
+    soft_rt_next_start: Nanos,
+    last_idle_bklogged: Nanos,
+    service_from_backlogged: u64,
+    softrt_update: bool,
+    wr_start_at_switch_to_srt: Option<Nanos>,
     /// When its last turn would have timed out (`budget_timeout`); 0 for a new queue.
     budget_timeout: Nanos,
+    /// Think time (`bfq_update_io_thinktime`): samples, total and mean of the gaps from its
+    /// last completion to its next request while it had nothing queued or in flight, each
+    /// capped at twice `slice_idle`; and whether it is short (`has_short_ttime`: not known to
+    /// exceed half of `slice_idle`).
+    ttime_samples: u64,
+    ttime_total: u64,
+    ttime_mean: Nanos,
+    short_ttime: bool,
+    /// I/O injection while it is in service and the disk waits for it: at most this many
+    /// requests in the drive (`inject_limit`), adapted from its requests' total service time
+    /// without injection (`last_serv_time_ns`) since its last decrease (`decrease_time_jif`).
+    inject_limit: usize,
+    last_serv_time: Nanos,
+    decrease_time: Nanos,
+    /// Service it received as injected I/O since its last turn began, against its budget.
+    injected: u64,
 }
 
 /// `BFQQ_SEEKY` (block/bfq-iosched.h, Linux 4.16 on): more than 19 of the last 32 requests
@@ -270,8 +351,25 @@ pub struct Bfq {
     back_seek_penalty: u64,
     low_latency: bool,
     wr_max_time: Nanos,
+    /// Sectors per second (`wr_max_softrt_rate`).
+    wr_max_softrt_rate: u64,
     /// Queues weight-raised now.
     raised: usize,
+    /// Requests in the drive (`tot_rq_in_driver`) and the most seen lately
+    /// (`max_rq_in_driver`); whether the drive queues commands (`hw_tag`, from samples as
+    /// `bfq_update_hw_tag`: `None` until known, taken as queueing).
+    in_driver: usize,
+    max_in_driver: usize,
+    hw_tag: Option<bool>,
+    hw_tag_samples: u32,
+    /// Injection's measurement of the queue in service (`bfq_update_inject_limit`): requests
+    /// were injected since it became busy (`rqs_injected`), the next of its requests to be
+    /// dispatched is to be timed (`wait_dispatch`), the one being timed (`waited_rq`), and
+    /// when the measurement began (`last_empty_occupied_ns`).
+    rqs_injected: bool,
+    wait_dispatch: bool,
+    waited_rq: Option<RequestId>,
+    last_empty_occupied: Nanos,
 }
 
 impl Default for Bfq {
@@ -309,7 +407,16 @@ impl Bfq {
             back_seek_penalty: TUNABLES[6].default,
             low_latency: TUNABLES[7].default == 1,
             wr_max_time: from_millis(TUNABLES[8].default),
+            wr_max_softrt_rate: TUNABLES[9].default,
             raised: 0,
+            in_driver: 0,
+            max_in_driver: 0,
+            hw_tag: None,
+            hw_tag_samples: 0,
+            rqs_injected: false,
+            wait_dispatch: false,
+            waited_rq: None,
+            last_empty_occupied: 0,
         }
     }
 
@@ -337,44 +444,301 @@ impl Bfq {
                 .any(|q| q.wr_coeff > 1 && self.fq.is_active(q.leaf).unwrap_or(false))
     }
 
-    /// Sets queue `key`'s weight raising to `coeff` (its leaf weighs its weight times it).
+    /// Sets queue `key`'s weight raising to `coeff` (its leaf weighs its weight times it, at
+    /// most the layer's largest weight), starting now for the interactive duration.
     fn set_wr_coeff(&mut self, key: QueueKey, coeff: u32, now: Nanos) {
         let duration = self.wr_duration();
+        self.set_wr(key, coeff, now, duration);
+    }
+
+    /// Sets queue `key`'s weight raising to `coeff` for `duration` from `now` (when raised).
+    fn set_wr(&mut self, key: QueueKey, coeff: u32, now: Nanos, duration: Nanos) {
         let queue = self.queues.get_mut(&key).expect("live queue");
-        if queue.wr_coeff == coeff {
-            return;
-        }
-        if coeff > 1 {
-            self.raised += 1;
-        } else {
-            self.raised -= 1;
-        }
-        queue.wr_coeff = coeff;
         if coeff > 1 {
             queue.wr_start = now;
             queue.wr_duration = duration;
         }
-        let (leaf, weight) = (queue.leaf, (queue.weight * coeff).min(10_000));
+        if queue.wr_coeff == coeff {
+            return;
+        }
+        if coeff > 1 && queue.wr_coeff == 1 {
+            self.raised += 1;
+        } else if coeff == 1 {
+            self.raised -= 1;
+        }
+        queue.wr_coeff = coeff;
+        let weight = u64::from(queue.weight) * u64::from(coeff);
+        let (leaf, weight) = (queue.leaf, weight.min(10_000) as u32);
         self.fq.set_weight(leaf, weight).expect("weights are within range");
     }
 
-    /// `bfq_update_wr_data` and `bfq_update_bfqq_wr_on_rq_arrival`, for a queue that just
-    /// became busy at `now`: raising that has lasted its time ends; a sync queue silent for
-    /// `bfq_wr_min_idle_time` (or new) is interactive and raised.
-    fn update_weight_raising(&mut self, key: QueueKey, now: Nanos) {
+    /// `bfq_update_wr_data`'s end of a raising whose time is up at `now`: a soft real-time
+    /// raising that interrupted an interactive one still within its own time goes back to it
+    /// (`switch_back_to_interactive_wr`), any other ends (`bfq_bfqq_end_wr`).
+    fn end_wr_if_due(&mut self, key: QueueKey, now: Nanos) {
         let queue = &self.queues[&key];
-        if queue.wr_coeff > 1 && now.saturating_sub(queue.wr_start) >= queue.wr_duration {
-            self.set_wr_coeff(key, 1, now);
+        if queue.wr_coeff == 1 || now.saturating_sub(queue.wr_start) < queue.wr_duration {
+            return;
         }
+        let duration = self.wr_duration();
+        let queue = &self.queues[&key];
+        match queue.wr_start_at_switch_to_srt {
+            Some(start)
+                if queue.wr_duration == WR_RT_MAX_TIME
+                    && now.saturating_sub(start) < duration =>
+            {
+                self.set_wr(key, WR_COEFF, start, duration);
+            }
+            _ => self.set_wr(key, 1, now, 0),
+        }
+    }
+
+    /// `bfq_bfqq_softrt_next_start`: the earliest time queue `key` may become busy again and be
+    /// soft real-time: no sooner than the bandwidth it took since it last became busy allows
+    /// at `wr_max_softrt_rate`, and than `slice_idle` and four jiffies from `now`.
+    fn softrt_next_start(&self, key: QueueKey, now: Nanos) -> Nanos {
+        let queue = &self.queues[&key];
+        let rate = self.wr_max_softrt_rate.max(1);
+        let sectors = queue.service_from_backlogged / 512;
+        let by_rate = queue.last_idle_bklogged.saturating_add(
+            (u128::from(sectors) * u128::from(SECOND) / u128::from(rate)).min(u128::from(u64::MAX))
+                as Nanos,
+        );
+        queue
+            .soft_rt_next_start
+            .max(by_rate)
+            .max(now + self.slice_idle + SOFTRT_MARGIN)
+    }
+
+    /// `bfq_update_io_thinktime` and `bfq_update_has_short_ttime`, as a sync request of queue
+    /// `key` arrives at `now`: a gap counts only when the queue had nothing queued or in
+    /// flight; the think time is short unless its mean, over enough samples, exceeds half of
+    /// `slice_idle`. A change resets the injection limit, as the kernel does when no base
+    /// service time is known; and every second the limit starts afresh
+    /// (`bfq_reset_inject_limit`), so that it drops if the workload changed.
+    fn update_think_time(&mut self, key: QueueKey, now: Nanos) {
+        let slice_idle = self.slice_idle;
+        let queue = self.queues.get_mut(&key).expect("live queue");
+        if queue.in_flight == 0 && queue.sort.is_empty() && queue.last_completion > 0 {
+            let elapsed = now.saturating_sub(queue.last_completion).min(2 * slice_idle);
+            queue.ttime_samples = (7 * queue.ttime_samples + 256) / 8;
+            queue.ttime_total = (7 * queue.ttime_total + 256 * elapsed) / 8;
+            queue.ttime_mean = (queue.ttime_total + 128) / queue.ttime_samples;
+        }
+        let short = !(queue.ttime_samples > TTIME_SAMPLES_VALID
+            && queue.ttime_mean > slice_idle / 2);
+        let changed = short != queue.short_ttime;
+        queue.short_ttime = short;
+        let stale = now >= queue.decrease_time.saturating_add(SECOND);
+        let quick = now >= queue.decrease_time.saturating_add(100 * MILLISECOND);
+        if stale || (changed && queue.last_serv_time == 0 && (quick || !short)) {
+            self.reset_inject_limit(key, now);
+        }
+    }
+
+    /// `bfq_reset_inject_limit`: no base service time, and a limit of 0 for a queue with a
+    /// short think time (an injected request could delay its next one), 1 otherwise.
+    fn reset_inject_limit(&mut self, key: QueueKey, now: Nanos) {
+        let queue = self.queues.get_mut(&key).expect("live queue");
+        queue.last_serv_time = 0;
+        queue.inject_limit = usize::from(!queue.short_ttime);
+        queue.decrease_time = now;
+        self.waited_rq = None;
+    }
+
+    /// `bfq_add_request`'s start of a measurement: a request of the queue in service that
+    /// arrives with nothing in the drive (or with injected requests there, once a base time is
+    /// known), and not within 10 ms of a decrease, will have its total service time taken from
+    /// now to its completion.
+    fn start_inject_measure(&mut self, key: QueueKey, now: Nanos) {
+        let queue = &self.queues[&key];
+        let ready = self.in_driver == 0
+            || (queue.last_serv_time > 0 && self.rqs_injected && self.in_driver > 0);
+        if ready && now >= queue.decrease_time.saturating_add(10 * MILLISECOND) {
+            self.last_empty_occupied = now;
+            self.wait_dispatch = true;
+            if self.in_driver == 0 {
+                self.rqs_injected = false;
+            }
+        }
+    }
+
+    /// `bfq_update_inject_limit`, when the timed request of queue `key` completes at `now`
+    /// (before it leaves the drive's count): with injected requests around, a total time of
+    /// 1.5 times the base or more lowers the limit, a shorter one raises it up to one more
+    /// than the drive has held; with nothing else in the drive the time becomes the base (or
+    /// a shorter one lowers it).
+    fn update_inject_limit(&mut self, key: QueueKey, now: Nanos) {
+        let total = now.saturating_sub(self.last_empty_occupied);
+        let (in_driver, max_in_driver, injected) =
+            (self.in_driver, self.max_in_driver, self.rqs_injected);
+        let queue = self.queues.get_mut(&key).expect("live queue");
+        let old = queue.inject_limit;
+        if queue.last_serv_time > 0 && injected {
+            let threshold = queue.last_serv_time * 3 / 2;
+            if total >= threshold && old > 0 {
+                queue.inject_limit -= 1;
+                queue.decrease_time = now;
+            } else if total < threshold && old <= max_in_driver {
+                queue.inject_limit += 1;
+            }
+        }
+        if (queue.last_serv_time == 0 && in_driver == 1) || total < queue.last_serv_time {
+            if queue.last_serv_time == 0 {
+                queue.inject_limit = old.max(1);
+            }
+            queue.last_serv_time = total;
+        } else if !injected && in_driver == 1 {
+            queue.last_serv_time = total;
+        }
+        self.waited_rq = None;
+        self.rqs_injected = false;
+    }
+
+    /// `bfq_update_hw_tag`, at each completion: whether the drive queues commands, from the
+    /// most it held over 32 samples taken while enough requests were around.
+    fn update_hw_tag(&mut self) {
+        self.max_in_driver = self.max_in_driver.max(self.in_driver);
+        if self.hw_tag == Some(true) || self.in_driver + self.queued <= HW_QUEUE_THRESHOLD {
+            return;
+        }
+        if let Some(queue) = self.active.and_then(|key| self.queues.get(&key)) {
+            if queue.short_ttime
+                && queue.in_flight + queue.queued() < HW_QUEUE_THRESHOLD
+                && self.in_driver < HW_QUEUE_THRESHOLD
+            {
+                return;
+            }
+        }
+        self.hw_tag_samples += 1;
+        if self.hw_tag_samples < HW_QUEUE_SAMPLES {
+            return;
+        }
+        self.hw_tag = Some(self.max_in_driver > HW_QUEUE_THRESHOLD);
+        self.max_in_driver = 0;
+        self.hw_tag_samples = 0;
+    }
+
+    /// `idling_boosts_thr_without_issues`: idling for queue `key` is worth it for throughput
+    /// alone: on a drive that does not queue commands, or for a sequential queue with a short
+    /// think time (I/O-bound, as the kernel also asks, is taken for granted here); and no
+    /// weight-raised queue is busy.
+    fn idling_boosts_throughput(&self, key: QueueKey) -> bool {
+        let queue = &self.queues[&key];
+        let rotational_without_queueing = self.hw_tag == Some(false);
+        let sequential = !queue.seeky() && queue.short_ttime;
+        (rotational_without_queueing || sequential) && !self.wr_busy()
+    }
+
+    /// I/O injection (`bfq_select_queue` with `bfq_choose_bfqq_for_injection`, Linux 5.2+):
+    /// while the disk waits for queue `key` in service, a request of another busy queue goes
+    /// to the drive, unless idling already pays for throughput, the waiting queue is
+    /// weight-raised with a short think time while no other raised queue is busy, or the
+    /// drive holds `inject_limit` requests already. Only raised queues may inject into a
+    /// raised queue with a short think time. The candidate has a request that fits in its
+    /// budget; the oldest such request goes. The injected queue is charged for it, and leaves
+    /// the busy ones when it has nothing more queued.
+    fn inject(&mut self, key: QueueKey) -> Option<Request> {
+        if self.idling_boosts_throughput(key) {
+            return None;
+        }
+        let waiting = &self.queues[&key];
+        let raised_elsewhere = self.raised > 1;
+        if !(waiting.wr_coeff == 1 || raised_elsewhere || !waiting.short_ttime) {
+            return None;
+        }
+        if self.in_driver >= waiting.inject_limit {
+            return None;
+        }
+        let always = waiting.wr_coeff == 1 || !waiting.short_ttime;
+        let (_, other, pick) = self
+            .queues
+            .iter()
+            .filter(|(k, q)| {
+                **k != key
+                    && !q.sort.is_empty()
+                    && (always || q.wr_coeff > 1)
+                    && self.fq.is_active(q.leaf).unwrap_or(false)
+            })
+            .filter_map(|(k, q)| {
+                let pick = self.next_in(q)?;
+                let len = q.sort[&pick].request.len;
+                (q.injected + len <= q.budget.max(len))
+                    .then(|| (q.sort[&pick].request.arrival, *k, pick))
+            })
+            .min_by_key(|&(arrival, k, pick)| (arrival, pick.1, k))?;
+        self.rqs_injected = true;
+        let queue = self.queues.get_mut(&other).expect("live queue");
+        let entry = queue.sort.remove(&pick).expect("on the sort list");
+        queue.fifo.remove(&(entry.expires, pick.1));
+        let request = entry.request;
+        let far = request.offset.abs_diff(queue.last_end) > SEEK_THRESHOLD;
+        queue.seek_history = (queue.seek_history << 1) | u32::from(far);
+        queue.last_end = request.end();
+        queue.in_flight += 1;
+        queue.injected += request.len;
+        queue.service_from_backlogged += request.len;
+        let charge = if queue.sync {
+            request.len
+        } else {
+            request.len * ASYNC_CHARGE_FACTOR
+        };
+        let (leaf, empty) = (queue.leaf, queue.sort.is_empty());
+        self.fq.charge(leaf, charge.max(1)).expect("live leaf");
+        if empty {
+            self.fq.deactivate(leaf).expect("live leaf");
+        }
+        self.in_driver += 1;
+        self.head = request.end();
+        self.queued -= 1;
+        Some(request)
+    }
+
+    /// `bfq_bfqq_handle_idle_busy_switch` with `bfq_update_bfqq_wr_on_rq_arrival` and
+    /// `bfq_update_wr_data`, for a queue that just became busy at `now`: raising that has
+    /// lasted its time ends (or goes back to interactive); a sync queue of the default weight
+    /// silent for `bfq_wr_min_idle_time` (or new) is interactive, raised 30 times for
+    /// `bfq_wr_duration`; one that comes back no sooner than its `soft_rt_next_start` with
+    /// nothing in flight and is not totally seeky is soft real-time, raised 3000 times for
+    /// 300 ms, recharged at each such return. Then its backlog starts afresh.
+    fn update_weight_raising(&mut self, key: QueueKey, now: Nanos) {
+        self.end_wr_if_due(key, now);
         let queue = &self.queues[&key];
         let idle_for_long = now > queue.budget_timeout.saturating_add(WR_MIN_IDLE_TIME)
             || queue.budget_timeout == 0;
-        if self.low_latency && queue.sync && queue.wr_coeff == 1 && idle_for_long {
-            let class = self.fq.class(queue.leaf).expect("live leaf");
-            if class != IoPrioClass::Idle {
+        let default_weight = queue.weight == DEFAULT_WEIGHT
+            && self.fq.class(queue.leaf).expect("live leaf") != IoPrioClass::Idle;
+        let soft_rt = self.wr_max_softrt_rate > 0
+            && queue.seek_history != u32::MAX
+            && now > queue.soft_rt_next_start
+            && queue.in_flight == 0
+            && default_weight;
+        let interactive = idle_for_long && default_weight;
+        let deserves = self.low_latency
+            && (queue.wr_coeff > 1 || (queue.sync && (interactive || soft_rt)));
+        if deserves {
+            let (coeff, duration) = (queue.wr_coeff, queue.wr_duration);
+            if coeff == 1 {
+                if interactive {
+                    self.set_wr_coeff(key, WR_COEFF, now);
+                } else {
+                    self.queues.get_mut(&key).expect("live").wr_start_at_switch_to_srt = None;
+                    self.set_wr(key, WR_COEFF * SOFTRT_WEIGHT_FACTOR, now, WR_RT_MAX_TIME);
+                }
+            } else if interactive {
                 self.set_wr_coeff(key, WR_COEFF, now);
+            } else if soft_rt {
+                if duration != WR_RT_MAX_TIME {
+                    let queue = self.queues.get_mut(&key).expect("live");
+                    queue.wr_start_at_switch_to_srt = Some(queue.wr_start);
+                }
+                self.set_wr(key, WR_COEFF * SOFTRT_WEIGHT_FACTOR, now, WR_RT_MAX_TIME);
             }
         }
+        let queue = self.queues.get_mut(&key).expect("live");
+        queue.last_idle_bklogged = now;
+        queue.service_from_backlogged = 0;
+        queue.softrt_update = false;
     }
 
     fn max_budget(&self) -> u64 {
@@ -439,7 +803,20 @@ impl Bfq {
                     wr_coeff: 1,
                     wr_start: 0,
                     wr_duration: 0,
+                    soft_rt_next_start: request.arrival,
+                    last_idle_bklogged: request.arrival,
+                    service_from_backlogged: 0,
+                    softrt_update: false,
+                    wr_start_at_switch_to_srt: None,
                     budget_timeout: 0,
+                    ttime_samples: 0,
+                    ttime_total: 0,
+                    ttime_mean: 0,
+                    short_ttime: true,
+                    inject_limit: 0,
+                    last_serv_time: 0,
+                    decrease_time: request.arrival,
+                    injected: 0,
                 },
             );
         }
@@ -712,6 +1089,18 @@ impl Bfq {
         };
         let (leaf, queued, budget) = (queue.leaf, queue.queued(), queue.budget);
         self.fq.charge(leaf, charge.max(1)).expect("live leaf");
+        // bfq_bfqq_expire: a queue left with nothing queued may be isochronous; when it may
+        // next count as soft real-time is known now if nothing is in flight, else at its last
+        // completion (not while interactive raising runs: a long load would push it far off).
+        if self.low_latency && self.wr_max_softrt_rate > 0 && queued == 0 {
+            let queue = &self.queues[&key];
+            if queue.in_flight == 0 && queue.wr_coeff != WR_COEFF {
+                let next = self.softrt_next_start(key, now);
+                self.queues.get_mut(&key).expect("live").soft_rt_next_start = next;
+            } else if queue.in_flight > 0 {
+                self.queues.get_mut(&key).expect("live").softrt_update = true;
+            }
+        }
         // A sync queue whose process is likely to issue again at once (a request in flight,
         // or one completed within slice_idle) stays in the race, as BFQ's back-shifting of a
         // queue that was waiting for its next request gives it back its place
@@ -745,10 +1134,7 @@ impl Bfq {
     fn take(&mut self, key: QueueKey, sort_key: (u64, RequestId), now: Nanos) -> Request {
         // bfq_dispatch_rq_from_bfqq's bfq_update_wr_data: a raising whose time is up ends at
         // once, not at the queue's next activation.
-        let queue = &self.queues[&key];
-        if queue.wr_coeff > 1 && now.saturating_sub(queue.wr_start) >= queue.wr_duration {
-            self.set_wr_coeff(key, 1, now);
-        }
+        self.end_wr_if_due(key, now);
         let queue = self.queues.get_mut(&key).expect("queue exists");
         let entry = queue.sort.remove(&sort_key).expect("on the sort list");
         queue.fifo.remove(&(entry.expires, sort_key.1));
@@ -757,6 +1143,14 @@ impl Bfq {
         queue.seek_history = (queue.seek_history << 1) | u32::from(far);
         queue.last_end = request.end();
         queue.in_flight += 1;
+        // bfq_bfqq_served: the service since it last became busy.
+        queue.service_from_backlogged += request.len;
+        self.in_driver += 1;
+        if self.wait_dispatch {
+            // The request whose total service time the injection limit is measured on.
+            self.wait_dispatch = false;
+            self.waited_rq = Some(request.id);
+        }
         self.head = request.end();
         self.queued -= 1;
         self.served += request.len;
@@ -799,6 +1193,7 @@ impl Policy for Bfq {
         if let Some(queue) = self.queues.get_mut(&Self::key_of(&request)) {
             queue.in_flight = queue.in_flight.saturating_sub(1);
         }
+        self.in_driver = self.in_driver.saturating_sub(1);
         self.queued += 1;
         self.requeued.push_back(request);
     }
@@ -875,6 +1270,9 @@ impl Bfq {
     /// Queues a request.
     pub(super) fn insert_request(&mut self, request: Request, now: Nanos) {
         let key = self.queue_for(&request);
+        if request.sync {
+            self.update_think_time(key, now);
+        }
         let dir = usize::from(!request.sync);
         let expires = now.saturating_add(self.fifo_expire[dir]);
         let queue = self.queues.get_mut(&key).expect("just made");
@@ -891,6 +1289,7 @@ impl Bfq {
         }
         if self.active == Some(key) {
             self.idle_until = None;
+            self.start_inject_measure(key, now);
         } else if let Some(active) = self.active {
             // bfq_bfqq_handle_idle_busy_switch: a queue that becomes busy with a higher class
             // or weight than the one in service ends its turn.
@@ -937,6 +1336,7 @@ impl Bfq {
             if let Some(queue) = self.queues.get_mut(&Self::key_of(&request)) {
                 queue.in_flight += 1;
             }
+            self.in_driver += 1;
             return Dispatch::Request(request);
         }
         for _ in 0..=self.queues.len() + 1 {
@@ -951,6 +1351,7 @@ impl Bfq {
                     self.turn_start = now;
                     if let Some(queue) = self.queues.get_mut(&key) {
                         queue.budget_timeout = now.saturating_add(self.timeout_sync);
+                        queue.injected = 0;
                     }
                     self.turn_first_dispatch = None;
                     self.served = 0;
@@ -978,6 +1379,9 @@ impl Bfq {
                 {
                     let until = *self.idle_until.get_or_insert(now + self.slice_idle);
                     if now < until {
+                        if let Some(request) = self.inject(key) {
+                            return Dispatch::Request(request);
+                        }
                         let deadline = self.turn_first_dispatch.map_or(until, |f| f + timeout);
                         return Dispatch::WaitUntil(until.min(deadline.max(now + 1)));
                     }
@@ -1028,9 +1432,27 @@ impl Bfq {
 
     /// A dispatched request completed.
     pub(super) fn request_completed(&mut self, request: &Request, now: Nanos) {
-        if let Some(queue) = self.queues.get_mut(&Self::key_of(request)) {
-            queue.in_flight = queue.in_flight.saturating_sub(1);
-            queue.last_completion = now;
+        let key = Self::key_of(request);
+        self.update_hw_tag();
+        if self.waited_rq == Some(request.id) && self.queues.contains_key(&key) {
+            self.update_inject_limit(key, now);
+        }
+        self.in_driver = self.in_driver.saturating_sub(1);
+        let Some(queue) = self.queues.get_mut(&key) else {
+            return;
+        };
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+        queue.last_completion = now;
+        // bfq_completed_request: the soft real-time start postponed at the expiry, now that
+        // nothing is in flight (unless interactive raising runs).
+        if queue.softrt_update
+            && queue.in_flight == 0
+            && queue.sort.is_empty()
+            && queue.wr_coeff != WR_COEFF
+        {
+            queue.softrt_update = false;
+            let next = self.softrt_next_start(key, now);
+            self.queues.get_mut(&key).expect("live").soft_rt_next_start = next;
         }
     }
 
@@ -1067,6 +1489,7 @@ impl Bfq {
             "back_seek_penalty" => self.back_seek_penalty,
             "low_latency" => u64::from(self.low_latency),
             "wr_max_time" => self.wr_max_time / MILLISECOND,
+            "wr_max_softrt_rate" => self.wr_max_softrt_rate,
             _ => return Err(crate::tunable::unknown(name, TUNABLES)),
         })
     }
@@ -1084,6 +1507,7 @@ impl Bfq {
             "back_seek_penalty" => self.back_seek_penalty = value,
             "low_latency" => self.low_latency = value == 1,
             "wr_max_time" => self.wr_max_time = from_millis(value),
+            "wr_max_softrt_rate" => self.wr_max_softrt_rate = value,
             _ => unreachable!("find() accepted only known names"),
         }
         Ok(())
@@ -1215,10 +1639,10 @@ mod tests {
     }
 
     // Proves ioprio levels weigh (8 - level) x 10: BE 0 against BE 4 gets 80:40 = 2x the
-    // bytes, within 10%.
+    // bytes, within 10% (without weight raising, which only the default weight gets).
     #[test]
     fn priorities_weigh_by_level() {
-        let mut bfq = Bfq::new();
+        let mut bfq = unraised();
         let got = readers(
             &mut bfq,
             &[(1, GroupId::ROOT, be(0)), (2, GroupId::ROOT, be(4))],
@@ -1266,8 +1690,8 @@ mod tests {
 
     // Proves queues of two classes make an asymmetric scenario (bfq_asymmetric_scenario's
     // multiple_classes_busy): after a seeky RT reader's request completes, bfq idles for its
-    // next one instead of serving a BE reader of the same weight, which it does serve when
-    // both are BE.
+    // next one, keeping it in service, instead of giving the BE reader of the same weight its
+    // turn, which it does when both are BE.
     #[test]
     fn two_classes_busy_idle_for_a_seeky_queue() {
         let rt = IoPrio::new(IoPrioClass::Rt, 0).unwrap();
@@ -1299,10 +1723,19 @@ mod tests {
             assert_eq!(r.flow, FlowId(1), "the first reader's turn goes on");
             now += MILLISECOND;
             bfq.completed(&r, now);
+            // Idling keeps the first reader in service; the BE reader's request may still go
+            // to the drive meanwhile, injected (the next test), but its turn does not begin.
+            let in_service = |bfq: &Bfq| bfq.active == Some(QueueKey::Sync(FlowId(1)));
             match bfq.dispatch(now) {
                 Dispatch::WaitUntil(_) => assert!(idles, "{first:?}: idled for a BE twin"),
                 Dispatch::Request(r) => {
-                    assert!(!idles, "{first:?}: served flow {:?} instead of idling", r.flow)
+                    assert_eq!(r.flow, FlowId(2));
+                    assert_eq!(
+                        in_service(&bfq),
+                        idles,
+                        "{first:?}: the first reader's turn ended: {}",
+                        !in_service(&bfq)
+                    );
                 }
                 Dispatch::Empty => panic!("the BE reader has a request"),
             }
@@ -1450,6 +1883,8 @@ mod tests {
     #[test]
     fn interactive_queues_are_weight_raised() {
         let mut policy = Bfq::new();
+        // Soft real-time raising apart (the next test): a queue back every 1.5 s is one.
+        policy.set_tunable("wr_max_softrt_rate", 0).unwrap();
         let read = |policy: &mut Bfq, id: u64, flow: u32, at: Nanos| {
             let mut r = request(id, Op::Read, id << 20, 4096);
             r.flow = FlowId(flow);
@@ -1489,6 +1924,86 @@ mod tests {
         let mut plain = unraised();
         read(&mut plain, 1, 1, 0);
         assert_eq!(plain.queues[&key].wr_coeff, 1);
+        // Nor is a queue whose weight is not the default's (BE 2 weighs 60).
+        let mut r = request(10, Op::Read, 0, 4096);
+        (r.flow, r.prio) = (FlowId(10), be(2));
+        policy.insert(r, 40 * SECOND);
+        assert_eq!(policy.queues[&QueueKey::Sync(FlowId(10))].wr_coeff, 1);
+    }
+
+    // Proves soft real-time raising (bfq_bfqq_softrt_next_start, bfq_bfqq_expire,
+    // bfq_update_bfqq_wr_on_rq_arrival, switch_back_to_interactive_wr): a queue that comes
+    // back no sooner than slice_idle + 4 ms after its turn ended, having taken little
+    // bandwidth, weighs 3000 times more for 300 ms, recharged at each such return; one back
+    // too soon, or after taking more than wr_max_softrt_rate allows, is not; when a soft
+    // real-time raising that interrupted an interactive one ends within the interactive
+    // time, the interactive raising resumes.
+    #[test]
+    fn isochronous_queues_are_soft_real_time() {
+        let read = |policy: &mut Bfq, id: u64, len: u64, at: Nanos| -> Nanos {
+            let mut r = request(id, Op::Read, id << 20, len);
+            r.flow = FlowId(1);
+            policy.insert(r, at);
+            let Dispatch::Request(r) = policy.dispatch(at) else {
+                panic!("work queued")
+            };
+            policy.completed(&r, at + MILLISECOND);
+            let mut now = at + MILLISECOND;
+            while let Dispatch::WaitUntil(until) = policy.dispatch(now) {
+                now = until;
+            }
+            now
+        };
+        let key = QueueKey::Sync(FlowId(1));
+        let mut policy = Bfq::new();
+        policy.set_tunable("wr_max_time", 500).unwrap();
+        read(&mut policy, 1, 4096, 0);
+        assert_eq!(policy.queues[&key].wr_coeff, 30, "new: interactive");
+        // After the interactive 500 ms: back every 100 ms with 4 KiB, soft real-time.
+        let mut expired = 0;
+        for (id, at) in (2..).zip((6..10).map(|i| i * 100 * MILLISECOND)) {
+            expired = read(&mut policy, id, 4096, at);
+            let queue = &policy.queues[&key];
+            assert_eq!((queue.wr_coeff, queue.wr_duration), (3000, WR_RT_MAX_TIME));
+            assert_eq!(queue.wr_start, at, "recharged at each return");
+            assert_eq!(policy.fq.weight(queue.leaf).unwrap(), 10_000, "at the layer's cap");
+        }
+        let queue = &policy.queues[&key];
+        assert_eq!(queue.soft_rt_next_start, expired + 8 * MILLISECOND + SOFTRT_MARGIN);
+        // Back 5 ms after its turn ended: too soon, not recharged.
+        read(&mut policy, 10, 4096, expired + 5 * MILLISECOND);
+        assert_eq!(policy.queues[&key].wr_start, 900 * MILLISECOND);
+        // 16 MiB served since it became busy: 32768 sectors at 7000 a second, 4.7 s.
+        let started = 2 * SECOND;
+        read(&mut policy, 11, 16 << 20, started);
+        let next = policy.queues[&key].soft_rt_next_start;
+        assert!(next >= started + 4681 * MILLISECOND, "{next}");
+        read(&mut policy, 12, 4096, 4 * SECOND);
+        assert_eq!(policy.queues[&key].wr_coeff, 1, "its raising ended, none anew");
+
+        // An interactive queue turned soft real-time goes back to interactive when the 300 ms
+        // end within its interactive time, with that time's start.
+        let mut policy = Bfq::new();
+        policy.set_tunable("wr_max_time", 2000).unwrap();
+        read(&mut policy, 1, 4096, 0);
+        read(&mut policy, 2, 4096, 100 * MILLISECOND);
+        assert_eq!(policy.queues[&key].wr_coeff, 3000);
+        assert_eq!(policy.queues[&key].wr_start_at_switch_to_srt, Some(0));
+        for id in 3..40 {
+            let mut r = request(id, Op::Read, (1 << 30) + id * 4096, 4096);
+            r.flow = FlowId(1);
+            policy.insert(r, 150 * MILLISECOND);
+        }
+        let mut now = 150 * MILLISECOND;
+        while now < 500 * MILLISECOND {
+            if let Dispatch::Request(r) = policy.dispatch(now) {
+                policy.completed(&r, now + 10 * MILLISECOND);
+            }
+            now += 10 * MILLISECOND;
+        }
+        let queue = &policy.queues[&key];
+        assert_eq!((queue.wr_coeff, queue.wr_start), (30, 0), "back to interactive");
+        assert_eq!(queue.wr_duration, 2 * SECOND);
     }
 
     // Proves bfq_wr_duration: inversely proportional to the peak rate, 7 s at 109 MB/s,
@@ -1520,5 +2035,82 @@ mod tests {
         let (raised, plain) = (share(1), share(0));
         assert!(raised > 0.6, "raised newcomer's share {raised:.2}");
         assert!((plain - 1.0 / 3.0).abs() < 0.1, "plain share {plain:.2}");
+    }
+
+    /// Runs a BE 0 reader (flow 1: one 4 KiB random read at a time, next one 100 us after
+    /// each completion) beside a BE 4 flow (flow 2) with 500 random reads queued, on a
+    /// device that serves `parallel` requests at once in 4 ms each (more wait for a slot), for
+    /// one second. Returns flow 2's requests dispatched while flow 1 was in service, and
+    /// flow 1's reads completed.
+    fn injection_run(parallel: usize) -> (usize, usize) {
+        let mut policy = unraised();
+        let mut next_id = 1000;
+        for i in 0..500u64 {
+            let mut r = request(i + 1, Op::Read, (i * 7919 % 500) << 30, 4096);
+            (r.flow, r.prio) = (FlowId(2), be(4));
+            policy.insert(r, 0);
+        }
+        let reader = |id: u64, at: Nanos| {
+            let mut r = request(id, Op::Read, (id * 104_729 % 997) << 29, 4096);
+            (r.flow, r.prio, r.arrival) = (FlowId(1), be(0), at);
+            r
+        };
+        policy.insert(reader(next_id, 0), 0);
+        let mut in_device: Vec<(Nanos, Request)> = Vec::new();
+        let (mut injected, mut reads) = (0, 0);
+        let mut now = 0;
+        let mut next_read: Option<Nanos> = None;
+        while now < SECOND {
+            // Completions due, then the reader's next request.
+            in_device.sort_by_key(|(at, r)| (*at, r.id));
+            while in_device.first().is_some_and(|(at, _)| *at <= now) {
+                let (_, r) = in_device.remove(0);
+                policy.completed(&r, now);
+                if r.flow == FlowId(1) {
+                    reads += 1;
+                    next_read = Some(now + 100 * MICROSECOND);
+                }
+            }
+            if next_read.is_some_and(|at| at <= now) {
+                next_id += 1;
+                policy.insert(reader(next_id, now), now);
+                next_read = None;
+            }
+            let mut wake = now + 100 * MICROSECOND;
+            while in_device.len() < parallel {
+                match policy.dispatch(now) {
+                    Dispatch::Request(r) => {
+                        if r.flow == FlowId(2) && policy.active == Some(QueueKey::Sync(FlowId(1))) {
+                            injected += 1;
+                        }
+                        let start = if in_device.len() < parallel { now } else { wake };
+                        in_device.push((start + 4 * MILLISECOND, r));
+                    }
+                    Dispatch::WaitUntil(until) => {
+                        wake = wake.min(until);
+                        break;
+                    }
+                    Dispatch::Empty => break,
+                }
+            }
+            now = wake;
+        }
+        (injected, reads)
+    }
+
+    // Proves I/O injection (bfq_select_queue, bfq_choose_bfqq_for_injection,
+    // bfq_update_inject_limit): while BFQ idles for a seeky BE 0 reader (idling it owes the
+    // heavier queue's guarantees), requests of the BE 4 flow go to a drive that serves
+    // several at once, the limit rising as the reader's own requests take no longer; on a
+    // drive that serves one at a time, where injected requests would make the reader wait,
+    // the limit stays low and few go.
+    #[test]
+    fn requests_are_injected_while_idling_when_the_drive_has_room() {
+        let (injected, reads) = injection_run(8);
+        assert!(injected > 100, "{injected} injected, {reads} reads");
+        assert!(reads > 150, "the reader keeps its pace: {reads}");
+        let (serial, serial_reads) = injection_run(1);
+        assert!(serial * 4 < injected, "{serial} injected on a serial drive");
+        assert!(serial_reads > 100, "{serial_reads}");
     }
 }
