@@ -84,6 +84,9 @@ pub struct JobState {
     /// Its start came while a job it waits for (`wait_for`) was still running: it starts
     /// when the last of them finishes.
     pub waiting: bool,
+    /// Another job's `exitall`, or steady state, ended it (fio's `td->terminate`): it does
+    /// not go on to the verify read-back (fio's `do_verify` loops `while (!td->terminate)`).
+    pub terminated: bool,
     /// Steady-state detection (`steadystate`): the tracker, kept by the first job of the
     /// unit judged (the job, or its group under `group_reporting`), and the I/Os and bytes
     /// this job had completed at the last sample.
@@ -177,6 +180,7 @@ impl JobState {
             in_flight: 0,
             start_at: None,
             waiting: false,
+            terminated: false,
             steady: None,
             steady_counted: (0, 0),
             started_at: 0,
@@ -1067,7 +1071,7 @@ pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
         engine.jobs()[index].in_flight += flushes;
         return;
     }
-    if go_on && engine.finishing(index, now) {
+    if go_on && !engine.jobs()[index].terminated && engine.finishing(index, now) {
         return;
     }
     if engine.jobs()[index].spec.steadystate.is_some() {
@@ -1170,6 +1174,7 @@ fn steady_check<E: Engine + ?Sized>(engine: &mut E, index: usize, at: Nanos) -> 
     }
     for &member in &unit {
         let job = &mut engine.jobs()[member];
+        job.terminated = true;
         if matches!(job.phase, Phase::Running | Phase::Verifying) {
             job.stop_issuing();
         }
@@ -1227,6 +1232,7 @@ fn terminate<E: Engine + ?Sized>(engine: &mut E, index: usize, what: crate::Exit
             job.start_at = None;
             continue;
         }
+        job.terminated = true;
         if matches!(job.phase, Phase::Running | Phase::Verifying) {
             job.stop_issuing();
         }
@@ -1324,6 +1330,7 @@ mod tests {
         /// An I/O takes LATENCY times the job's I/Os in flight when it is issued (a device
         /// that serves one at a time), instead of LATENCY.
         queueing: bool,
+        finishing_asked: Vec<usize>,
     }
 
     impl Fake {
@@ -1351,6 +1358,7 @@ mod tests {
                 kinds: Vec::new(),
                 prios: Vec::new(),
                 queueing: false,
+                finishing_asked: Vec::new(),
             }
         }
 
@@ -1398,6 +1406,10 @@ mod tests {
     impl Engine for Fake {
         fn jobs(&mut self) -> &mut [JobState] {
             &mut self.jobs
+        }
+        fn finishing(&mut self, index: usize, _now: Nanos) -> bool {
+            self.finishing_asked.push(index);
+            false
         }
         fn seed(&self) -> u64 {
             7
@@ -1516,6 +1528,24 @@ mod tests {
         let steady = never.jobs[0].result.steadystate.as_ref().unwrap();
         assert!(!steady.attained, "0% is never below");
         assert_eq!(never.jobs[0].result.runtime, 8 * SECOND);
+    }
+
+    // Proves a job ended by another's exitall does not go on to its last phase (fio's
+    // do_verify loops while !td->terminate): the engine's finishing hook is not asked.
+    #[test]
+    fn a_terminated_job_skips_its_last_phase() {
+        let mut fake = Fake::new(
+            "[a]\nrw=write\nbs=4k\nsize=8k\nexitall=1\n\
+             [b]\nrw=write\nbs=4k\ntime_based=1\nruntime=10\n",
+        );
+        fake.run();
+        assert!(!fake.jobs[0].terminated);
+        assert!(fake.jobs[1].terminated);
+        assert_eq!(
+            fake.finishing_asked,
+            vec![0],
+            "only the job that was not ended"
+        );
     }
 
     // Proves wait_for (fio's waitee_running): a job starts only when every job of the name it

@@ -164,7 +164,10 @@ impl JobVerify {
             (true, n) => format!("{n} of {} read back did not verify", self.queue.len()),
             (false, 0) if !writes => format!("all {} blocks read verified", self.checked),
             (false, n) if !writes => format!("{n} of {} blocks read did not verify", self.checked),
-            (false, _) => "not read back (do_verify=0, or the job failed)".into(),
+            (false, _) => {
+                "not read back (do_verify=0, the job failed, or exitall or steady state ended it)"
+                    .into()
+            }
         };
         if writes {
             format!(
