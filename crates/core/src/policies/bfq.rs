@@ -25,10 +25,16 @@
 //!   seeky: then it is charged at least the share of `max_budget` its time used
 //!   (`bfq_bfqq_charge_time`), so a seeky or slow queue pays for the disk time it took.
 //!   Asynchronous queues are charged three times their bytes (`bfq_async_charge_factor`).
-//! - **Idling.** When a synchronous queue in service runs out of requests, the disk waits up
-//!   to `slice_idle` for its next one if the queue is sequential (throughput) or the queues and
-//!   groups with work do not all weigh the same (service guarantees:
-//!   `idling_needed_for_service_guarantees`).
+//! - **Idling** (`bfq_better_to_idle`). When a synchronous queue in service runs out of
+//!   requests, the disk waits up to `slice_idle` for its next one for throughput
+//!   (`idling_boosts_thr_without_issues`: the drive does not queue commands, or the queue is
+//!   sequential, I/O-bound and of a short think time; and no raised queue is busy), or for
+//!   service guarantees (`idling_needed_for_service_guarantees`): the queue is raised while
+//!   another busy queue is not, it is the only busy queue, or the queues and groups with work
+//!   do not all weigh the same. Think time is `bfq_update_io_thinktime`'s (short unless its
+//!   mean over more than 80 samples exceeds half of `slice_idle`); a queue stops being
+//!   I/O-bound when a turn ends too idle having used a fifth of its budget or less, and is
+//!   again after 120 busy periods begun within 3 x `slice_idle` of its last completion.
 //! - **Preemption.** A queue that becomes busy with a higher class (RT over BE over IDLE) or a
 //!   higher weight than the queue in service ends its turn
 //!   (`bfq_bfqq_higher_class_or_weight`, in `bfq_bfqq_handle_idle_busy_switch`): weights of
@@ -192,6 +198,8 @@ const WR_RT_MAX_TIME: Nanos = 300 * MILLISECOND;
 const DEFAULT_WEIGHT: u32 = 40;
 /// The kernel's four jiffies of margin in `bfq_bfqq_softrt_next_start` (HZ=1000).
 const SOFTRT_MARGIN: Nanos = 4 * MILLISECOND;
+/// `bfq_requests_within_timer`: busy periods begun on time that make a queue I/O-bound again.
+const REQUESTS_WITHIN_TIMER: u32 = 120;
 /// Think-time samples before the mean counts (`bfq_sample_valid`: more than 80).
 const TTIME_SAMPLES_VALID: u64 = 80;
 /// `BFQ_HW_QUEUE_THRESHOLD` and `BFQ_HW_QUEUE_SAMPLES`: the device queues commands if more
@@ -288,6 +296,12 @@ struct Queue {
     ttime_total: u64,
     ttime_mean: Nanos,
     short_ttime: bool,
+    /// I/O-bound (`bfq_bfqq_IO_bound`, new queues are): it keeps its device busy, so idling
+    /// for it pays. Lost when a turn ends too idle having used a fifth of its budget or less;
+    /// regained after 120 busy periods each begun within 3 x `slice_idle` of its last
+    /// completion (`requests_within_timer`).
+    io_bound: bool,
+    requests_within_timer: u32,
     /// I/O injection while it is in service and the disk waits for it: at most this many
     /// requests in the drive (`inject_limit`), adapted from its requests' total service time
     /// without injection (`last_serv_time_ns`) since its last decrease (`decrease_time_jif`).
@@ -620,13 +634,12 @@ impl Bfq {
     }
 
     /// `idling_boosts_thr_without_issues`: idling for queue `key` is worth it for throughput
-    /// alone: on a drive that does not queue commands, or for a sequential queue with a short
-    /// think time (I/O-bound, as the kernel also asks, is taken for granted here); and no
-    /// weight-raised queue is busy.
+    /// alone: on a drive that does not queue commands, or for a sequential, I/O-bound queue
+    /// with a short think time; and no weight-raised queue is busy.
     fn idling_boosts_throughput(&self, key: QueueKey) -> bool {
         let queue = &self.queues[&key];
         let rotational_without_queueing = self.hw_tag == Some(false);
-        let sequential = !queue.seeky() && queue.short_ttime;
+        let sequential = !queue.seeky() && queue.io_bound && queue.short_ttime;
         (rotational_without_queueing || sequential) && !self.wr_busy()
     }
 
@@ -702,6 +715,20 @@ impl Bfq {
     /// nothing in flight and is not totally seeky is soft real-time, raised 3000 times for
     /// 300 ms, recharged at each such return. Then its backlog starts afresh.
     fn update_weight_raising(&mut self, key: QueueKey, now: Nanos) {
+        // bfq_bfqq_handle_idle_busy_switch: back within 3 x slice_idle of its last completion,
+        // 120 times in a row, it is I/O-bound again.
+        let window = 3 * self.slice_idle;
+        let queue = self.queues.get_mut(&key).expect("live queue");
+        if !queue.io_bound {
+            if now <= queue.last_completion.saturating_add(window) {
+                queue.requests_within_timer += 1;
+                if queue.requests_within_timer >= REQUESTS_WITHIN_TIMER {
+                    queue.io_bound = true;
+                }
+            } else {
+                queue.requests_within_timer = 0;
+            }
+        }
         self.end_wr_if_due(key, now);
         let queue = &self.queues[&key];
         let idle_for_long = now > queue.budget_timeout.saturating_add(WR_MIN_IDLE_TIME)
@@ -813,6 +840,8 @@ impl Bfq {
                     ttime_total: 0,
                     ttime_mean: 0,
                     short_ttime: true,
+                    io_bound: true,
+                    requests_within_timer: 0,
                     inject_limit: 0,
                     last_serv_time: 0,
                     decrease_time: request.arrival,
@@ -868,9 +897,13 @@ impl Bfq {
         }
     }
 
-    /// Whether idling for the queue in service is worth it: it is sequential, or the scenario
-    /// is asymmetric (`bfq_asymmetric_scenario` in block/bfq-iosched.c): the queues with work
-    /// do not all weigh the same, or are of more than one class, or several groups have work.
+    /// `bfq_better_to_idle`: whether idling for the queue in service is worth it, never for
+    /// async or IDLE-class queues: for throughput alone ([`Bfq::idling_boosts_throughput`]),
+    /// or for service guarantees (`idling_needed_for_service_guarantees`): the queue is
+    /// weight-raised while some busy queue is not (or the drive holds 4 more requests than
+    /// the queue has there), it is the only busy queue, or the scenario is asymmetric
+    /// (`bfq_asymmetric_scenario`): the queues with work do not all weigh the same, or are of
+    /// more than one class, or several groups have work.
     fn better_to_idle(&self, key: QueueKey) -> bool {
         let queue = &self.queues[&key];
         // Idling is never needed for the IDLE class (bfq_better_to_idle).
@@ -878,11 +911,24 @@ impl Bfq {
         if !queue.sync || self.slice_idle == 0 || idle_class {
             return false;
         }
-        if !queue.seeky() {
+        if self.idling_boosts_throughput(key) {
             return true;
         }
         // The queue in service counts as busy, as in idling_needed_for_service_guarantees.
         let busy = |(k, q): &(&QueueKey, &Queue)| **k == key || q.queued() > 0 || q.in_flight > 0;
+        let (busy_queues, raised_busy) = self
+            .queues
+            .iter()
+            .filter(busy)
+            .fold((0, 0), |(all, raised), (_, q)| {
+                (all + 1, raised + usize::from(q.wr_coeff > 1))
+            });
+        if busy_queues == 1
+            || (queue.wr_coeff > 1
+                && (raised_busy < busy_queues || self.in_driver >= queue.in_flight + 4))
+        {
+            return true;
+        }
         let mut weights = self
             .queues
             .iter()
@@ -1079,6 +1125,11 @@ impl Bfq {
             let by_time = (u128::from(max_budget) * u128::from(elapsed)
                 / u128::from(self.timeout_sync)) as u64;
             charge = charge.max(by_time);
+        }
+        // bfq_bfqq_expire: a queue that went idle having used a fifth of its budget or less
+        // is not I/O-bound.
+        if reason == Expiration::TooIdle && served <= 2 * queue.budget / 10 {
+            queue.io_bound = false;
         }
         queue.budget = match reason {
             Expiration::BudgetExhausted => queue.budget.saturating_mul(4).min(max_budget),
@@ -1673,10 +1724,12 @@ mod tests {
         assert!((ratio / 2.0 - 1.0).abs() < 0.1, "{got:?}: {ratio}");
     }
 
-    // Proves budget feedback: a queue that keeps spending its budget grows it up to max_budget.
+    // Proves budget feedback: a queue that keeps spending its budget grows it up to max_budget
+    // (without weight raising: while raised queues are busy, idling does not pay for
+    // throughput alone, so two raised twins are not idled for and never spend a budget).
     #[test]
     fn budgets_grow_when_spent() {
-        let mut bfq = Bfq::new();
+        let mut bfq = unraised();
         bfq.set_tunable("max_budget", 4096).unwrap();
         let _ = readers(
             &mut bfq,
@@ -2112,5 +2165,47 @@ mod tests {
         let (serial, serial_reads) = injection_run(1);
         assert!(serial * 4 < injected, "{serial} injected on a serial drive");
         assert!(serial_reads > 100, "{serial_reads}");
+    }
+
+    // Proves bfq_better_to_idle's rules: a sequential, I/O-bound queue with a short think time
+    // is idled for; not with a long think time (over 80 samples, a mean above slice_idle / 2)
+    // nor once it lost I/O-boundness, unless guarantees ask for it: it is the only busy
+    // queue, or it is raised while another busy queue is not; and with a raised queue busy,
+    // idling for throughput alone stops.
+    #[test]
+    fn idling_follows_think_time_io_boundness_and_raising() {
+        let mut bfq = unraised();
+        for flow in [1u32, 2] {
+            let mut r = request(u64::from(flow), Op::Read, u64::from(flow) << 30, 4096);
+            (r.flow, r.prio) = (FlowId(flow), be(4));
+            bfq.insert(r, 0);
+        }
+        let one = QueueKey::Sync(FlowId(1));
+        assert!(bfq.better_to_idle(one), "sequential, I/O-bound, short think time");
+        let queue = bfq.queues.get_mut(&one).unwrap();
+        (queue.ttime_samples, queue.ttime_mean, queue.short_ttime) = (100, 6 * MILLISECOND, false);
+        assert!(!bfq.better_to_idle(one), "long think time, a twin busy");
+        let queue = bfq.queues.get_mut(&one).unwrap();
+        queue.short_ttime = true;
+        queue.io_bound = false;
+        assert!(!bfq.better_to_idle(one), "not I/O-bound");
+        // The only busy queue: idled for anyway.
+        let two = QueueKey::Sync(FlowId(2));
+        let taken: Vec<(u64, RequestId)> = bfq.queues[&two].sort.keys().copied().collect();
+        for key in taken {
+            bfq.queues.get_mut(&two).unwrap().sort.remove(&key);
+        }
+        assert!(bfq.better_to_idle(one), "the only busy queue");
+        // Raised while the other busy queue is not: idled for; a raised queue busy stops
+        // idling for throughput alone.
+        let mut r = request(3, Op::Read, 5 << 30, 4096);
+        (r.flow, r.prio) = (FlowId(2), be(4));
+        bfq.insert(r, 0);
+        bfq.set_wr_coeff(one, WR_COEFF, 0);
+        assert!(bfq.better_to_idle(one), "raised among unraised");
+        bfq.set_wr_coeff(one, 1, 0);
+        bfq.set_wr_coeff(two, WR_COEFF, 0);
+        bfq.queues.get_mut(&one).unwrap().io_bound = true;
+        assert!(!bfq.idling_boosts_throughput(one), "a raised queue is busy");
     }
 }
