@@ -83,13 +83,23 @@ impl SimArgs {
 pub const DEFAULT_DEVICE: &str = "hdd";
 
 /// The device model for `file` when `--device` is not given: the SSD model when its jobs
-/// name an NVMe namespace (`/dev/nvme0n1`, `/dev/nvme0n1p2`), else [`DEFAULT_DEVICE`].
+/// name an NVMe namespace (`/dev/nvme0n1`, `/dev/nvme0n1p2`) or a Fusion-io flash card
+/// (`/dev/fioa`, the node fio's ssd-steadystate.fio names), else [`DEFAULT_DEVICE`].
 pub fn device_for(file: &JobFile) -> &'static str {
+    let flash = |name: &str| {
+        name.starts_with("/dev/nvme")
+            || name.strip_prefix("/dev/fio").is_some_and(|rest| {
+                !rest.is_empty()
+                    && rest
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            })
+    };
     let nvme = file
         .jobs
         .iter()
         .flat_map(|job| &job.filenames)
-        .any(|name| name.starts_with("/dev/nvme"));
+        .any(|name| flash(name));
     if nvme {
         "ssd"
     } else {
@@ -485,4 +495,27 @@ fn write_results(output: Option<OutputFile>, report: &RunReport, formats: &[Form
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves the device chosen from the job's file names: NVMe namespaces and Fusion-io cards
+    // run on the SSD model, anything else on the disk.
+    #[test]
+    fn flash_nodes_choose_the_ssd() {
+        let device = |name: &str| {
+            let text = format!("[j]\nfilename={name}\nrw=read\nsize=1m\n");
+            let file =
+                iosched_fio::parse::parse_str(&text, "t.fio", std::path::Path::new("."), &|_| None)
+                    .unwrap();
+            device_for(&file)
+        };
+        assert_eq!(device("/dev/nvme0n1"), "ssd");
+        assert_eq!(device("/dev/fioa"), "ssd");
+        assert_eq!(device("/dev/sdb"), DEFAULT_DEVICE);
+        assert_eq!(device("/dev/fio"), DEFAULT_DEVICE);
+        assert_eq!(device("data"), DEFAULT_DEVICE);
+    }
 }
