@@ -1,7 +1,6 @@
 //! `bfq`: Budget Fair Queueing (Linux's block/bfq-iosched.c, the rules of 5.x/6.x) over the
 //! common fair-queuing layer, with interactive and soft real-time weight raising
-//! (`low_latency`, on by default as in the kernel) and I/O injection, without burst
-//! detection.
+//! (`low_latency`, on by default as in the kernel), large-burst detection and I/O injection.
 //!
 //! - **Queues.** Each flow's synchronous requests have a queue of their own; asynchronous
 //!   requests share one queue per cgroup, class and level. A queue is a leaf of the common
@@ -69,8 +68,9 @@
 //!     interactive one goes back to it if that one's time is not up
 //!     (`switch_back_to_interactive_wr`).
 //!
-//!   Not modelled: large-burst detection (many queues starting together are not raised in
-//!   the kernel).
+//!   Queues created in a large burst (`bfq_handle_burst`: 8 or more sync queues of a group,
+//!   each created within 180 ms of the previous) are not raised, and lose any raising at their
+//!   next busy period, until they have been idle for long and 10 s past their last turn.
 //! - **Injection** (Linux 5.2+, `bfq_choose_bfqq_for_injection`): while the disk waits for
 //!   the queue in service, another busy queue's oldest request that fits its budget goes to
 //!   the drive (charged to that queue), unless idling pays for throughput by itself
@@ -198,6 +198,10 @@ const WR_RT_MAX_TIME: Nanos = 300 * MILLISECOND;
 const DEFAULT_WEIGHT: u32 = 40;
 /// The kernel's four jiffies of margin in `bfq_bfqq_softrt_next_start` (HZ=1000).
 const SOFTRT_MARGIN: Nanos = 4 * MILLISECOND;
+/// `bfq_burst_interval` and `bfq_large_burst_thresh`: queues created within 180 ms of each
+/// other form a burst, large from 8 queues.
+const BURST_INTERVAL: Nanos = 180 * MILLISECOND;
+const LARGE_BURST_THRESH: usize = 8;
 /// `bfq_requests_within_timer`: busy periods begun on time that make a queue I/O-bound again.
 const REQUESTS_WITHIN_TIMER: u32 = 120;
 /// Think-time samples before the mean counts (`bfq_sample_valid`: more than 80).
@@ -218,7 +222,7 @@ pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "bfq",
         aliases: &[],
-        summary: "budget fair queueing over the common layer: per-flow budgets by ioprio weight, cgroups by io.weight, budget feedback, slice_idle, interactive and soft real-time weight raising, I/O injection (Linux's BFQ without burst detection)",
+        summary: "budget fair queueing over the common layer: per-flow budgets by ioprio weight, cgroups by io.weight, budget feedback, slice_idle, interactive and soft real-time weight raising, large-burst detection, I/O injection (Linux's BFQ)",
         tunables: TUNABLES,
         build: || Box::new(Bfq::new()),
     },
@@ -310,6 +314,8 @@ struct Queue {
     decrease_time: Nanos,
     /// Service it received as injected I/O since its last turn began, against its budget.
     injected: u64,
+    /// Created in a large burst of queues (`in_large_burst`): not weight-raised.
+    in_large_burst: bool,
 }
 
 /// `BFQQ_SEEKY` (block/bfq-iosched.h, Linux 4.16 on): more than 19 of the last 32 requests
@@ -384,6 +390,12 @@ pub struct Bfq {
     wait_dispatch: bool,
     waited_rq: Option<RequestId>,
     last_empty_occupied: Nanos,
+    /// Burst detection (`bfq_handle_burst`): the queues of the current burst while it is
+    /// not yet large, whether it is, when its last queue was created, and its group.
+    burst_list: Vec<QueueKey>,
+    large_burst: bool,
+    last_ins_in_burst: Nanos,
+    burst_group: Option<GroupId>,
 }
 
 impl Default for Bfq {
@@ -431,6 +443,10 @@ impl Bfq {
             wait_dispatch: false,
             waited_rq: None,
             last_empty_occupied: 0,
+            burst_list: Vec::with_capacity(LARGE_BURST_THRESH),
+            large_burst: false,
+            last_ins_in_burst: 0,
+            burst_group: None,
         }
     }
 
@@ -730,17 +746,27 @@ impl Bfq {
             }
         }
         self.end_wr_if_due(key, now);
-        let queue = &self.queues[&key];
+        let queue = self.queues.get_mut(&key).expect("live queue");
         let idle_for_long = now > queue.budget_timeout.saturating_add(WR_MIN_IDLE_TIME)
             || queue.budget_timeout == 0;
+        // Idle for long, and 10 s past its last turn: no longer counted in its burst.
+        if queue.budget_timeout > 0
+            && idle_for_long
+            && now > queue.budget_timeout.saturating_add(10 * SECOND)
+        {
+            queue.in_large_burst = false;
+        }
+        let queue = &self.queues[&key];
+        let in_burst = queue.in_large_burst;
         let default_weight = queue.weight == DEFAULT_WEIGHT
             && self.fq.class(queue.leaf).expect("live leaf") != IoPrioClass::Idle;
         let soft_rt = self.wr_max_softrt_rate > 0
+            && !in_burst
             && queue.seek_history != u32::MAX
             && now > queue.soft_rt_next_start
             && queue.in_flight == 0
             && default_weight;
-        let interactive = idle_for_long && default_weight;
+        let interactive = !in_burst && idle_for_long && default_weight;
         let deserves = self.low_latency
             && (queue.wr_coeff > 1 || (queue.sync && (interactive || soft_rt)));
         if deserves {
@@ -754,6 +780,8 @@ impl Bfq {
                 }
             } else if interactive {
                 self.set_wr_coeff(key, WR_COEFF, now);
+            } else if in_burst {
+                self.set_wr(key, 1, now, 0);
             } else if soft_rt {
                 if duration != WR_RT_MAX_TIME {
                     let queue = self.queues.get_mut(&key).expect("live");
@@ -846,10 +874,44 @@ impl Bfq {
                     last_serv_time: 0,
                     decrease_time: request.arrival,
                     injected: 0,
+                    in_large_burst: false,
                 },
             );
+            if request.sync {
+                self.handle_burst(key, request.arrival);
+            }
         }
         key
+    }
+
+    /// `bfq_handle_burst`, for a sync queue just created at `now`: queues created less than
+    /// `bfq_burst_interval` (180 ms) after the previous one, in the same group, form a burst;
+    /// once it counts `bfq_large_burst_thresh` (8) queues it is large, and they and every
+    /// queue joining it are marked (`in_large_burst`): the processes of a burst (a build, a
+    /// server's workers) are not interactive and are not weight-raised.
+    fn handle_burst(&mut self, key: QueueKey, now: Nanos) {
+        let group = self.queues[&key].group;
+        let continues = self.burst_group == Some(group)
+            && now <= self.last_ins_in_burst.saturating_add(BURST_INTERVAL);
+        if !continues {
+            self.large_burst = false;
+            self.burst_list.clear();
+            self.burst_list.push(key);
+            self.burst_group = Some(group);
+        } else if self.large_burst {
+            self.queues.get_mut(&key).expect("live").in_large_burst = true;
+        } else {
+            self.burst_list.push(key);
+            if self.burst_list.len() >= LARGE_BURST_THRESH {
+                self.large_burst = true;
+                for member in std::mem::take(&mut self.burst_list) {
+                    if let Some(queue) = self.queues.get_mut(&member) {
+                        queue.in_large_burst = true;
+                    }
+                }
+            }
+        }
+        self.last_ins_in_burst = now;
     }
 
     /// Drops queues with nothing queued or in flight (their history goes with them).
@@ -2207,5 +2269,36 @@ mod tests {
         bfq.set_wr_coeff(two, WR_COEFF, 0);
         bfq.queues.get_mut(&one).unwrap().io_bound = true;
         assert!(!bfq.idling_boosts_throughput(one), "a raised queue is busy");
+    }
+
+    // Proves large-burst detection (bfq_handle_burst): sync queues created within 180 ms of
+    // each other form a burst; at 8 it is large, its queues and those joining it are not
+    // raised (the first seven lose their raising at their next busy period); a queue created
+    // after a 180 ms pause starts a new burst and is raised as interactive.
+    #[test]
+    fn a_large_burst_of_new_queues_is_not_raised() {
+        let mut bfq = Bfq::new();
+        let key = |flow: u32| QueueKey::Sync(FlowId(flow));
+        let arrive = |bfq: &mut Bfq, flow: u32, at: Nanos| {
+            let mut r = request(u64::from(flow) * 100 + at / MILLISECOND, Op::Read, u64::from(flow) << 30, 4096);
+            (r.flow, r.prio, r.arrival) = (FlowId(flow), be(4), at);
+            bfq.insert(r, at);
+        };
+        for flow in 1..=10u32 {
+            arrive(&mut bfq, flow, u64::from(flow) * 50 * MILLISECOND);
+        }
+        for flow in 1..=7 {
+            assert_eq!(bfq.queues[&key(flow)].wr_coeff, 30, "flow {flow}: raised before");
+        }
+        for flow in 1..=10 {
+            assert!(bfq.queues[&key(flow)].in_large_burst, "flow {flow}");
+        }
+        for flow in 8..=10 {
+            assert_eq!(bfq.queues[&key(flow)].wr_coeff, 1, "flow {flow}: in the burst");
+        }
+        // A new queue after a pause starts its own burst.
+        arrive(&mut bfq, 11, 2 * SECOND);
+        assert!(!bfq.queues[&key(11)].in_large_burst);
+        assert_eq!(bfq.queues[&key(11)].wr_coeff, 30);
     }
 }
