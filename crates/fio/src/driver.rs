@@ -1555,28 +1555,10 @@ mod tests {
     #[test]
     fn wait_for_starts_a_job_when_its_waitees_are_done() {
         let mut fake = Fake::new(
-            "[writers]
-rw=write
-bs=4k
-size=40k
-numjobs=2
-             [readers]
-wait_for=writers
-rw=write
-bs=4k
-size=20k
-startdelay=1ms
-             [late]
-wait_for=readers
-rw=write
-bs=4k
-size=4k
-startdelay=1s
-             [free]
-rw=write
-bs=4k
-size=4k
-",
+            "[writers]\nrw=write\nbs=4k\nsize=40k\nnumjobs=2\n\
+             [readers]\nwait_for=writers\nrw=write\nbs=4k\nsize=20k\nstartdelay=1ms\n\
+             [late]\nwait_for=readers\nrw=write\nbs=4k\nsize=4k\nstartdelay=1s\n\
+             [free]\nrw=write\nbs=4k\nsize=4k\n",
         );
         fake.run();
         let writers_done = fake
@@ -1594,29 +1576,10 @@ size=4k
             "its own delay, past the waitee's end"
         );
         assert_eq!(fake.times(4), vec![0], "no wait_for: starts at once");
-        let file = parse_str(
-            "[a]
-wait_for=nobody
-rw=read
-size=4k
-",
-            "t.fio",
-            Path::new("."),
-            &|_| None,
-        )
-        .unwrap();
+        let parse = |text: &str| parse_str(text, "t.fio", Path::new("."), &|_| None);
+        let file = parse("[a]\nwait_for=nobody\nrw=read\nsize=4k\n").unwrap();
         assert!(file.notes.iter().any(|n| n.option == "wait_for"));
-        let error = parse_str(
-            "[a]
-wait_for=a
-rw=read
-size=4k
-",
-            "t.fio",
-            Path::new("."),
-            &|_| None,
-        )
-        .unwrap_err();
+        let error = parse("[a]\nwait_for=a\nrw=read\nsize=4k\n").unwrap_err();
         assert!(error.to_string().contains("wait for itself"), "{error}");
     }
 

@@ -697,16 +697,9 @@ impl Bfq {
             })
             .min_by_key(|&(arrival, k, pick)| (arrival, pick.1, k))?;
         self.rqs_injected = true;
+        let request = self.remove_for_dispatch(other, pick);
         let queue = self.queues.get_mut(&other).expect("live queue");
-        let entry = queue.sort.remove(&pick).expect("on the sort list");
-        queue.fifo.remove(&(entry.expires, pick.1));
-        let request = entry.request;
-        let far = request.offset.abs_diff(queue.last_end) > SEEK_THRESHOLD;
-        queue.seek_history = (queue.seek_history << 1) | u32::from(far);
-        queue.last_end = request.end();
-        queue.in_flight += 1;
         queue.injected += request.len;
-        queue.service_from_backlogged += request.len;
         let charge = if queue.sync {
             request.len
         } else {
@@ -717,9 +710,6 @@ impl Bfq {
         if empty {
             self.fq.deactivate(leaf).expect("live leaf");
         }
-        self.in_driver += 1;
-        self.head = request.end();
-        self.queued -= 1;
         Some(request)
     }
 
@@ -1248,6 +1238,20 @@ impl Bfq {
         // bfq_dispatch_rq_from_bfqq's bfq_update_wr_data: a raising whose time is up ends at
         // once, not at the queue's next activation.
         self.end_wr_if_due(key, now);
+        let request = self.remove_for_dispatch(key, sort_key);
+        if self.wait_dispatch {
+            // The request whose total service time the injection limit is measured on.
+            self.wait_dispatch = false;
+            self.waited_rq = Some(request.id);
+        }
+        self.served += request.len;
+        self.turn_first_dispatch.get_or_insert(now);
+        request
+    }
+
+    /// Takes request `sort_key` off queue `key` for the drive, in the turn of that queue or
+    /// injected into another's: its seek history, the drive's count and the head move.
+    fn remove_for_dispatch(&mut self, key: QueueKey, sort_key: (u64, RequestId)) -> Request {
         let queue = self.queues.get_mut(&key).expect("queue exists");
         let entry = queue.sort.remove(&sort_key).expect("on the sort list");
         queue.fifo.remove(&(entry.expires, sort_key.1));
@@ -1259,15 +1263,8 @@ impl Bfq {
         // bfq_bfqq_served: the service since it last became busy.
         queue.service_from_backlogged += request.len;
         self.in_driver += 1;
-        if self.wait_dispatch {
-            // The request whose total service time the injection limit is measured on.
-            self.wait_dispatch = false;
-            self.waited_rq = Some(request.id);
-        }
         self.head = request.end();
         self.queued -= 1;
-        self.served += request.len;
-        self.turn_first_dispatch.get_or_insert(now);
         request
     }
 }
