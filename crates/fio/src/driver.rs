@@ -25,6 +25,7 @@ use crate::random::{derive_seed, Rng};
 use crate::stats::{iodepth_bucket, JobResult};
 use crate::steady::SteadyTracker;
 use crate::workload::{Generator, NextIo};
+use crate::zbd::{JobZbd, ZbdStep};
 use crate::DataDir;
 use iosched_core::{IoPrio, Nanos};
 
@@ -135,6 +136,8 @@ pub struct JobState {
     /// `last_usec`), and the gaps' draws (`poisson_state`).
     poisson_next: [Nanos; 3],
     poisson_rng: Rng,
+    /// Its zones under `zonemode=zbd` (set by the engine after [`JobState::new`]).
+    pub zbd: Option<JobZbd>,
     /// What it measured.
     pub result: JobResult,
 }
@@ -208,6 +211,7 @@ impl JobState {
             cmdprio_rng: Rng::new(derive_seed(seed, CMDPRIO_STREAM_BASE + index as u64)),
             poisson_next: [0; 3],
             poisson_rng: Rng::new(derive_seed(seed, POISSON_STREAM_BASE + index as u64)),
+            zbd: None,
             result,
         }
     }
@@ -538,7 +542,19 @@ impl JobState {
             self.flow_blocked = true;
             return Step::Wait(None);
         }
-        let io = *self.staged.get_or_insert_with(|| self.generator.next_io());
+        if self.staged.is_none() {
+            if let Some(zbd) = &self.zbd {
+                // fio's setup_zbd_zone_mode: a sequential writer at a zone's capacity goes
+                // on at the next zone.
+                let file = self.generator.next_file();
+                let at = self.generator.sequential_position(file, DataDir::Write);
+                if let Some(to) = zbd.skip_capacity_gap(file, DataDir::Write, at) {
+                    self.generator
+                        .set_sequential_position(file, DataDir::Write, to);
+                }
+            }
+        }
+        let mut io = *self.staged.get_or_insert_with(|| self.generator.next_io());
         let dir = io.dir as usize;
         let mut allowed = now;
         // fio's linear rate process: the n-th byte (or I/O) may go at start + n / rate.
@@ -571,6 +587,38 @@ impl JobState {
         }
         if allowed > now {
             return Step::Wait(Some(allowed));
+        }
+        if let Some(zbd) = &mut self.zbd {
+            let step = zbd.adjust(io, self.in_flight);
+            self.result.zone_resets = zbd.resets;
+            match step {
+                ZbdStep::Issue(moved) => {
+                    io = moved;
+                    if !self.spec.rw.is_random() {
+                        self.generator
+                            .set_sequential_position(io.file, io.dir, io.offset + io.len);
+                    }
+                }
+                ZbdStep::Quiesce => {
+                    self.quiesce(0);
+                    return Step::Wait(None);
+                }
+                ZbdStep::Busy => return Step::Wait(None),
+                ZbdStep::Eof => {
+                    self.staged = None;
+                    self.phase = Phase::Draining;
+                    return if self.in_flight == 0 {
+                        Step::Drained
+                    } else {
+                        Step::Wait(None)
+                    };
+                }
+                ZbdStep::Fail(errno, message) => {
+                    self.staged = None;
+                    let name = zbd.file_name(io.file);
+                    return Step::Fail(errno, format!("{}: {name}: {message}", self.spec.name));
+                }
+            }
         }
         self.staged = None;
         if self.spec.rate_poisson {
@@ -718,6 +766,8 @@ enum Step {
     Wait(Option<Nanos>),
     /// It issued all it had to and nothing is in flight: it finishes.
     Drained,
+    /// It fails with this errno and message.
+    Fail(i32, String),
 }
 
 /// Which sync the driver asks of an engine (counted as one flush in the job's statistics,
@@ -747,6 +797,8 @@ pub struct Issued {
     pub bytes: u64,
     /// Its offset, as the job addresses it.
     pub offset: u64,
+    /// The index of its file among the job's.
+    pub file: usize,
     /// Its priority.
     pub prio: IoPrio,
     /// When the job issued it.
@@ -764,6 +816,7 @@ impl Issued {
             flush: true,
             bytes: 0,
             offset: 0,
+            file: 0,
             prio,
             created: now,
             admitted: now,
@@ -778,6 +831,7 @@ impl Issued {
             flush: false,
             bytes: io.len,
             offset: io.offset,
+            file: io.file,
             prio,
             created: now,
             admitted: now,
@@ -920,6 +974,10 @@ pub fn start<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     if let Some(search) = &mut job.latency {
         search.new_window(now);
     }
+    if let Some(zbd) = &mut job.zbd {
+        zbd.start();
+        job.result.zone_resets = zbd.resets;
+    }
     if let Some(deadline) = job.deadline {
         engine.timer(deadline, Timer::Deadline(index));
     }
@@ -1021,15 +1079,34 @@ fn pump_one<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
                 finish(engine, index, now);
                 return;
             }
+            Step::Fail(errno, message) => {
+                fail(engine, index, errno, message, now);
+                return;
+            }
         }
     }
 }
 
 /// An I/O or flush of job `index` completed at `at` (the engine has recorded it, or not, with
 /// [`JobState::record`]): the job issues more, or finishes when it was draining.
-pub fn completed<E: Engine + ?Sized>(engine: &mut E, index: usize, at: Nanos) {
+pub fn completed<E: Engine + ?Sized>(engine: &mut E, io: &Issued, at: Nanos) {
+    let index = io.job;
     let job = &mut engine.jobs()[index];
     job.completed();
+    // zbd_put_io: the zone is free for others once none of the job's I/O is in it (the
+    // read-back of a verifying job never held one).
+    let mut woken = Vec::new();
+    if let Some(zbd) = job.zbd.as_mut().filter(|_| !io.flush) {
+        if job.phase != Phase::Verifying {
+            woken = zbd.completed(io.dir, io.file, io.offset, io.bytes);
+        }
+    }
+    for other in woken {
+        if other != index && engine.jobs()[other].phase == Phase::Running {
+            pump_one(engine, other, at);
+        }
+    }
+    let job = &mut engine.jobs()[index];
     if job.spec.steadystate.is_some() && steady_check(engine, index, at) {
         return;
     }
@@ -1381,12 +1458,13 @@ mod tests {
                             flush,
                             bytes,
                             offset: 0,
+                            file: 0,
                             prio: IoPrio::NONE,
                             created,
                             admitted: created,
                         };
                         self.jobs[index].record(&issued, now);
-                        completed(self, index, now);
+                        completed(self, &issued, now);
                     }
                 }
             }

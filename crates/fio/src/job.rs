@@ -540,6 +540,8 @@ pub struct JobSpec {
     pub exitall_on_error: bool,
     /// `zonemode=strided`, if set.
     pub strided_zones: Option<StridedZones>,
+    /// `zonemode=zbd`, if set.
+    pub zbd: Option<crate::zbd::ZbdOptions>,
     /// Write until the device, or the file system holding the file, is full
     /// (`fill_device`; it excludes `size`).
     pub fill_device: bool,
@@ -708,6 +710,7 @@ impl JobSpec {
             exitall: None,
             wait_for: None,
             strided_zones: None,
+            zbd: None,
             fill_device: false,
             steadystate: None,
             exitall_on_error: false,

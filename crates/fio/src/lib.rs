@@ -18,6 +18,7 @@ pub mod report;
 pub mod stats;
 pub mod steady;
 pub mod workload;
+pub mod zbd;
 
 pub use job::{
     Amount, BlockSize, CmdPrio, CmdPrioShare, DataDir, Engine, ErrorHandling, ErrorKind, ExitWhat,

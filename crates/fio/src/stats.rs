@@ -495,6 +495,8 @@ pub struct JobResult {
     pub total_err: u64,
     /// The first of them, errno (fio's `first_error`).
     pub first_error: i32,
+    /// Zones reset under `zonemode=zbd` (fio's `nr_zone_resets`).
+    pub zone_resets: u64,
     /// Steady-state detection (`steadystate`), its window and verdict, if the job asked.
     pub steadystate: Option<crate::steady::SteadyTracker>,
     /// Log files asked for.
@@ -530,6 +532,7 @@ impl JobResult {
             counts_errors: spec.errors.reports_counts(),
             total_err: 0,
             first_error: 0,
+            zone_resets: 0,
             steadystate: None,
             logs: LogRequest {
                 lat: spec.write_lat_log.clone(),

@@ -141,6 +141,29 @@ impl Generator {
         }
     }
 
+    /// The file the next I/O addresses (files are visited round robin).
+    pub fn next_file(&self) -> usize {
+        self.next_file
+    }
+
+    /// Where the next sequential I/O of `dir` in file `file` would start, before any skip or
+    /// wrap: where the last one ended, in the regions' coordinates.
+    pub fn sequential_position(&self, file: usize, dir: DataDir) -> u64 {
+        let file = &self.files[file];
+        file.region.start + file.position[dir as usize]
+    }
+
+    /// Moves the sequential position of `dir` in file `file` to `at` (in the regions'
+    /// coordinates), as fio's `last_pos` follows an I/O that zoned devices moved
+    /// (`zonemode=zbd`); a position outside the region starts it again.
+    pub fn set_sequential_position(&mut self, file: usize, dir: DataDir, at: u64) {
+        let file = &mut self.files[file];
+        file.position[dir as usize] = match at.checked_sub(file.region.start) {
+            Some(position) if position <= file.region.len => position,
+            _ => 0,
+        };
+    }
+
     fn choose_dir(&mut self) -> DataDir {
         match self.rw {
             RwMode::Read | RwMode::RandRead => DataDir::Read,

@@ -33,6 +33,7 @@ use iosched_core::{
 use iosched_fio::driver::{self, Issued, JobState, Phase, SyncKind, Timer};
 use iosched_fio::job::Fadvise;
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
+use iosched_fio::zbd::{ZbdFile, ZbdRegistry};
 use iosched_fio::{
     BlockSize, DataDir, DiskAccounting, JobFile, JobSpec, Parameter, RunReport, RwMode,
 };
@@ -689,10 +690,12 @@ impl Simulation {
         let max_sectors_pages = (elevator.get("max_sectors_kb").unwrap_or(1280) / 4).max(1);
         let layout: Layout = layout::plan(&file.jobs, device.capacity(), &partitions)?;
         let mut groups = Groups::new();
+        let mut zoned = ZbdRegistry::new();
         let mut jobs = Vec::with_capacity(file.jobs.len());
         let mut own = Vec::with_capacity(file.jobs.len());
         for (index, spec) in file.jobs.iter().enumerate() {
-            let (job, sim) = Self::job_run(config.seed, index, spec, &layout, &mut groups)?;
+            let (job, sim) =
+                Self::job_run(config.seed, index, spec, &layout, &mut groups, &mut zoned)?;
             jobs.push(job);
             own.push(sim);
         }
@@ -831,8 +834,25 @@ impl Simulation {
         spec: &JobSpec,
         layout: &Layout,
         groups: &mut Groups,
+        zoned: &mut ZbdRegistry,
     ) -> Result<(JobState, SimJob), SimError> {
-        let regions = &layout.job_regions[index];
+        let mut regions = layout.job_regions[index].clone();
+        // zonemode=zbd: zones emulated over each file, shared by the jobs naming it; a
+        // writer's regions are rounded to whole zones.
+        let zone_files: Vec<ZbdFile<'_>> = spec
+            .filenames
+            .iter()
+            .zip(&layout.job_extents[index])
+            .map(|(name, extent)| ZbdFile {
+                name,
+                base: extent.start,
+                size: extent.len,
+            })
+            .collect();
+        let zbd = zoned
+            .attach(index, spec, &zone_files, &mut regions)
+            .map_err(|message| SimError::job(spec, &message))?;
+        let regions = &regions[..];
         if spec.time_based && spec.runtime.is_none() {
             return Err(SimError::job(spec, "time_based needs a runtime"));
         }
@@ -864,8 +884,10 @@ impl Simulation {
         };
         let region_bytes: u64 = regions.iter().map(|r| r.len).sum();
         let generator = Generator::new(spec, regions, Rng::new(stream_seed));
+        let mut state = JobState::new(spec.clone(), index, seed, generator, region_bytes);
+        state.zbd = zbd;
         Ok((
-            JobState::new(spec.clone(), index, seed, generator, region_bytes),
+            state,
             SimJob {
                 flow: FlowId(index as u32),
                 group,
@@ -1263,6 +1285,7 @@ impl Simulation {
             flush: false,
             bytes: blockmap::BLOCK,
             offset: block.offset(),
+            file: 0,
             prio: read.prio,
             created: self.now,
             admitted: self.now,
@@ -1421,6 +1444,7 @@ impl Simulation {
                 flush: false,
                 bytes: pages * PAGE,
                 offset: run_start * PAGE,
+                file: 0,
                 prio: request.prio,
                 created: self.now,
                 admitted: self.now,
@@ -1514,7 +1538,7 @@ impl Simulation {
                 self.jobs[read.issued.job].record(&read.issued, at);
             }
         }
-        driver::completed(self, read.issued.job, at);
+        driver::completed(self, &read.issued, at);
     }
 
     /// The pages `[first, last]` of each of job `index`'s files that are not empty; a file's
@@ -1738,7 +1762,7 @@ impl Simulation {
                 self.jobs[io.issued.job].record(&io.issued, at);
             }
         }
-        driver::completed(self, io.issued.job, at);
+        driver::completed(self, &io.issued, at);
     }
 
     fn report(&mut self) -> RunReport {

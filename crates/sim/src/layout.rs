@@ -29,6 +29,8 @@ pub struct Layout {
     pub files: Vec<(String, Region)>,
     /// For each job (same order as given), one region per file it names.
     pub job_regions: Vec<Vec<Region>>,
+    /// For each job, the whole extent of each file it names (the file, partition or device).
+    pub job_extents: Vec<Vec<Region>>,
 }
 
 fn is_device(name: &str) -> bool {
@@ -264,9 +266,11 @@ pub fn plan(jobs: &[JobSpec], capacity: u64, partitions: &[Region]) -> Result<La
         len: capacity,
     };
     let mut job_regions = Vec::with_capacity(jobs.len());
+    let mut job_extents = Vec::with_capacity(jobs.len());
     for job in jobs {
         let files_count = job.filenames.len() as u64;
         let mut regions = Vec::with_capacity(job.filenames.len());
+        let mut extents = Vec::with_capacity(job.filenames.len());
         for name in &job.filenames {
             let extent = match partition_number(name) {
                 Some(number) => *partitions.get(number - 1).ok_or_else(|| {
@@ -339,10 +343,16 @@ pub fn plan(jobs: &[JobSpec], capacity: u64, partitions: &[Region]) -> Result<La
                 start: extent.start + offset,
                 len: size,
             });
+            extents.push(extent);
         }
         job_regions.push(regions);
+        job_extents.push(extents);
     }
-    Ok(Layout { files, job_regions })
+    Ok(Layout {
+        files,
+        job_regions,
+        job_extents,
+    })
 }
 
 #[cfg(test)]

@@ -2,20 +2,14 @@
 //! checks that what it reads was written with a verify header for that block; blocks follow
 //! the writes in the order they complete.
 
-use iosched_fio::parse::parse_str;
+mod common;
+
 use iosched_fio::RunReport;
-use iosched_sim::{run, SimConfig};
-use std::path::Path;
 
 const EILSEQ: i32 = 84;
 
 fn simulate(text: &str) -> Result<RunReport, String> {
-    let file = parse_str(text, "t.fio", Path::new("."), &|_| None).map_err(|e| e.to_string())?;
-    let config = SimConfig {
-        device: "hdd".into(),
-        ..SimConfig::default()
-    };
-    run(&config, &file).map_err(|e| e.to_string())
+    common::simulate_text(text, "hdd")
 }
 
 fn note<'a>(report: &'a RunReport, job: &str) -> &'a str {

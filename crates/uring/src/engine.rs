@@ -44,6 +44,7 @@ use iosched_fio::random::{derive_seed, mix64, Rng};
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
 use iosched_fio::stats::iodepth_bucket;
 use iosched_fio::workload::{Generator, NextIo};
+use iosched_fio::zbd::{ZbdFile, ZbdRegistry};
 use iosched_fio::{BlockSize, DataDir, JobSpec, Parameter, RunReport, RwMode};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -300,8 +301,10 @@ fn job_run(
     seed: u64,
     index: usize,
     spec: &JobSpec,
+    all: &files::Files,
     files: &[JobFile],
     groups: &mut Groups,
+    zoned: &mut ZbdRegistry,
 ) -> Result<(JobState, UringJob), UringError> {
     let group = groups
         .intern(&spec.cgroup)
@@ -310,13 +313,46 @@ fn job_run(
         Some(randseed) => derive_seed(randseed, u64::from(spec.clone)),
         None => derive_seed(seed, index as u64),
     };
-    let regions: Vec<_> = files.iter().map(|f| f.region).collect();
+    let mut regions: Vec<_> = files.iter().map(|f| f.region).collect();
+    // zonemode=zbd: zones emulated over each file (fio's init_zone_info), shared by the jobs
+    // naming it; a device that is itself zoned would need its zone report, which is refused.
+    let zone_files = if spec.zbd.is_some() {
+        files
+            .iter()
+            .map(|f| {
+                let open = &all.files[f.file];
+                if let Some(model) = files::zoned_model(open) {
+                    return Err(UringError::job(
+                        spec,
+                        format!(
+                            "{}: a {model} zoned block device: zonemode=zbd on a zoned device \
+                             (zone reports and resets through BLKREPORTZONE/BLKRESETZONE) is \
+                             not supported; iosched emulates zones on conventional devices \
+                             and files only",
+                            open.name
+                        ),
+                    ));
+                }
+                Ok(ZbdFile {
+                    name: &open.name,
+                    base: 0,
+                    size: open.size,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        Vec::new()
+    };
+    let zbd = zoned
+        .attach(index, spec, &zone_files, &mut regions)
+        .map_err(|message| UringError::job(spec, message))?;
     let region_bytes: u64 = regions.iter().map(|r| r.len).sum();
     let generator = Generator::new(spec, &regions, Rng::new(stream_seed));
     // io.prio.class of the job's group changes its priority (blk-ioprio).
     let mut own_spec = spec.clone();
     own_spec.prio = groups.settings(group).prio_class.apply(spec.prio);
-    let state = JobState::new(own_spec, index, seed, generator, region_bytes);
+    let mut state = JobState::new(own_spec, index, seed, generator, region_bytes);
+    state.zbd = zbd;
     let buffer_len = spec.bs.iter().map(BlockSize::max).max().unwrap_or(4096) as usize;
     let buffers = (0..state.depth)
         .map(|slot| files::random_buffer(buffer_len, stream_seed ^ u64::from(slot)))
@@ -401,8 +437,17 @@ impl Engine {
             .map_err(UringError::new)?;
         let mut jobs = Vec::with_capacity(file.jobs.len());
         let mut own = Vec::with_capacity(file.jobs.len());
+        let mut zoned = ZbdRegistry::new();
         for (index, spec) in file.jobs.iter().enumerate() {
-            let (job, uring) = job_run(config.seed, index, spec, &files.jobs[index], &mut groups)?;
+            let (job, uring) = job_run(
+                config.seed,
+                index,
+                spec,
+                &files,
+                &files.jobs[index],
+                &mut groups,
+                &mut zoned,
+            )?;
             jobs.push(job);
             own.push(uring);
         }
@@ -754,7 +799,7 @@ impl Engine {
         if error.is_none() && self.jobs[job].record(&io.issued, at) && done.short {
             self.jobs[job].result.dirs[io.issued.dir as usize].short_ios += 1;
         }
-        driver::completed(self, job, at);
+        driver::completed(self, &io.issued, at);
     }
 
     /// Checks the data `io` read against its verify header.

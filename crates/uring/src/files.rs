@@ -48,6 +48,21 @@ pub(crate) struct OpenFile {
     handles: Vec<(i32, File)>,
 }
 
+/// The zoned model of a block device ("host-managed" or "host-aware", as
+/// /sys/block/DEV/queue/zoned says), or `None` for a regular file or a conventional device.
+pub(crate) fn zoned_model(file: &OpenFile) -> Option<String> {
+    if !file.block {
+        return None;
+    }
+    let device = file.device.as_ref()?;
+    // A partition's directory has no queue: its disk's is one level up.
+    ["queue/zoned", "../queue/zoned"].iter().find_map(|path| {
+        let model = std::fs::read_to_string(format!("/sys/class/block/{device}/{path}")).ok()?;
+        let model = model.trim();
+        (model != "none").then(|| model.to_string())
+    })
+}
+
 /// One file as one job uses it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct JobFile {

@@ -178,6 +178,7 @@ impl ReportedJob {
         }
         self.result.counts_errors |= job.counts_errors;
         self.result.total_err += job.total_err;
+        self.result.zone_resets += job.zone_resets;
         if self.result.first_error == 0 {
             self.result.first_error = job.first_error;
         }
@@ -511,6 +512,7 @@ mod tests {
             counts_errors: false,
             total_err: 0,
             first_error: 0,
+            zone_resets: 0,
             steadystate: None,
             logs: Default::default(),
             log: None,

@@ -36,6 +36,7 @@
 //!     counts_errors: false,
 //!     total_err: 0,
 //!     first_error: 0,
+//!     zone_resets: 0,
 //!     steadystate: None,
 //!     logs: Default::default(),
 //!     log: None,

@@ -256,11 +256,11 @@ fn dir_status(
     }
     let bandwidth = per_second(stats.io_bytes, runtime_ms);
     let iops = per_second(stats.total_ios, runtime_ms);
-    // fio prints the write line's zoned-device status even for ordinary devices.
+    // fio 3.33 prints the write line's zoned-device status even for ordinary devices.
     let zone_status = if dir == DataDir::Write {
-        "; 0 zone resets"
+        format!("; {} zone resets", entry.result.zone_resets)
     } else {
-        ""
+        String::new()
     };
     writeln!(
         out,

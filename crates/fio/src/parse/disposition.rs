@@ -65,8 +65,9 @@ const RANDOM_GENERATOR: &str = "accepted without effect: the simulator draws off
                                 own seeded generator, so fio's generator choice does not apply";
 const RANDOM_MAP: &str = "accepted without effect: the simulator's random map is always allocated";
 const SOFT_DEPRECATED: &str = "accepted without effect: deprecated, and ignored by fio as well";
-const WITHOUT_ZONES: &str =
-    "accepted without effect: zone options apply only with zonemode=strided or zbd";
+const WITHOUT_ZONES: &str = "accepted without effect: iosched emulates zones (zonemode=zbd) on \
+                             devices that are not zoned, as fio does on them: no device limit \
+                             to ignore, no zoned write errors to recover from";
 const WITHOUT_PLACEMENT: &str =
     "accepted without effect: placement options apply only with fdp=1 or a dataplacement";
 const WITHOUT_SPRANDOM: &str = "accepted without effect: applies only with sprandom=1";
@@ -118,8 +119,19 @@ const FUA: &str = "has no effect here: fio applies it in the io_uring_cmd and sg
                    with FUA)";
 const WRITE_MODE: &str = "write variants other than plain writes are not modelled";
 
+/// The zone options that take effect only with `zonemode=zbd` (noted otherwise).
+pub(super) const ZBD_ONLY: [&str; 6] = [
+    "zonecapacity",
+    "read_beyond_wp",
+    "max_open_zones",
+    "job_max_open_zones",
+    "zone_reset_threshold",
+    "zone_reset_frequency",
+];
+
 /// Options grouped by what iosched does with them.
 static GROUPS: &[(Disposition, &[&str])] = &[
+    (Honoured, &ZBD_ONLY),
     (
         Honoured,
         &[
@@ -406,13 +418,7 @@ static GROUPS: &[(Disposition, &[&str])] = &[
     (
         Noted(WITHOUT_ZONES),
         &[
-            "zonecapacity",
-            "read_beyond_wp",
-            "max_open_zones",
-            "job_max_open_zones",
             "ignore_zone_limits",
-            "zone_reset_threshold",
-            "zone_reset_frequency",
             "recover_zbd_write_error",
             "write_zone_remainder",
         ],

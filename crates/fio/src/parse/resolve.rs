@@ -19,7 +19,7 @@
 //! simulator the identity of the blocks).
 //! iosched's own `qos_*` options are read into [`JobSpec::qos`] by [`iosched_core::Qos::set`].
 
-use super::disposition::{ASYNC_ENGINES, SYNC_ENGINES};
+use super::disposition::{ASYNC_ENGINES, SYNC_ENGINES, ZBD_ONLY};
 use super::settings::{split_colon_list, Setting, Settings, Size, Value};
 use super::table::Scope;
 use super::ParseError;
@@ -27,6 +27,8 @@ use crate::job::{
     CmdPrio, CmdPrioShare, Fadvise, RandomDistribution, StridedZones, DEFAULT_PERCENTILES,
 };
 use crate::steady::{SteadyMetric, SteadyState};
+use crate::zbd::ZbdOptions;
+use crate::RwMode;
 use crate::{
     Amount, BlockSize, Engine, ExitWhat, Flow, JobSpec, LatencyTarget, Location, Note,
     SyncFileRange, Verify,
@@ -306,6 +308,7 @@ impl Resolver<'_> {
         self.check_engine_options(&spec.engine)?;
 
         self.access_pattern(&mut spec)?;
+        (spec.strided_zones, spec.zbd) = self.zone_mode(&spec, notes)?;
         self.block_sizes(&mut spec)?;
         self.region(&mut spec)?;
         self.issue(&mut spec, notes)?;
@@ -473,28 +476,94 @@ impl Resolver<'_> {
     }
 
     /// `zonemode` with `zonesize`, `zonerange` and `zoneskip`, checked as fio's
-    /// `fixup_options`: strided needs a zone size, none takes none; zbd is refused.
-    fn strided_zones(&self) -> Result<Option<StridedZones>, ParseError> {
+    /// `fixup_options`: strided needs a zone size, none takes none; zbd takes the zone
+    /// options of zbd.c (the zone size is mandatory on devices that are not zoned).
+    fn zone_mode(
+        &self,
+        spec: &JobSpec,
+        notes: &mut Vec<Note>,
+    ) -> Result<(Option<StridedZones>, Option<ZbdOptions>), ParseError> {
         let bytes = |name: &str| match self.size(name) {
             Some(Size::Bytes(bytes)) => bytes,
             _ => 0,
         };
         let (size, range, skip) = (bytes("zonesize"), bytes("zonerange"), bytes("zoneskip"));
-        match self.text("zonemode").unwrap_or("none") {
+        let mode = self.text("zonemode").unwrap_or("none");
+        if mode != "zbd" {
+            for name in ZBD_ONLY {
+                if self.setting(name).is_some() {
+                    self.note(
+                        notes,
+                        name,
+                        format!("accepted without effect: {name} applies only with zonemode=zbd"),
+                    );
+                }
+            }
+        }
+        match mode {
             "strided" if size == 0 => Err(self.error(
                 "zonemode",
                 "--zonesize must be specified when using --zonemode=strided (fio's check)",
             )),
-            "strided" => Ok(Some(StridedZones {
-                size,
-                range: if range == 0 { size } else { range },
-                skip,
-            })),
-            "zbd" => Err(self.error(
-                "zonemode",
-                "zonemode=zbd: refused: zoned block devices (write pointers, zone resets, open \
-                 zone limits) are not modelled",
+            "strided" => Ok((
+                Some(StridedZones {
+                    size,
+                    range: if range == 0 { size } else { range },
+                    skip,
+                }),
+                None,
             )),
+            "zbd" => {
+                if size == 0 {
+                    return Err(self.error(
+                        "zonemode",
+                        "Specifying the zone size is mandatory for regular file/block device \
+                         with --zonemode=zbd (fio's check; iosched emulates zones, as fio does \
+                         on devices that are not zoned)",
+                    ));
+                }
+                if range != 0 && range != size {
+                    return Err(self.error(
+                        "zonerange",
+                        "with zonemode=zbd, zonerange and zonesize must be identical (fio's \
+                         HOWTO)",
+                    ));
+                }
+                if skip != 0 {
+                    return Err(self.error(
+                        "zoneskip",
+                        "zoneskip with zonemode=zbd: refused: skipping zones of a zoned device \
+                         is not supported",
+                    ));
+                }
+                if matches!(
+                    spec.rw,
+                    RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite
+                ) {
+                    return Err(self.error(
+                        "rw",
+                        "trims with zonemode=zbd (zone resets in place of trims) are refused: \
+                         not supported",
+                    ));
+                }
+                let threshold = |name: &str| match self.job.settings.value(name) {
+                    Some(Value::Floats(list)) => list.first().copied().unwrap_or(0.0),
+                    _ => 0.0,
+                };
+                let count = |name: &str| to_u32(self.int(name).unwrap_or(0));
+                Ok((
+                    None,
+                    Some(ZbdOptions {
+                        zone_size: size,
+                        zone_capacity: bytes("zonecapacity"),
+                        max_open_zones: count("max_open_zones"),
+                        job_max_open_zones: count("job_max_open_zones"),
+                        read_beyond_wp: self.flag("read_beyond_wp", false),
+                        reset_threshold: threshold("zone_reset_threshold"),
+                        reset_frequency: threshold("zone_reset_frequency"),
+                    }),
+                ))
+            }
             _ if size != 0 => Err(self.error(
                 "zonesize",
                 "--zonemode=none and --zonesize are not compatible (fio's check)",
@@ -508,7 +577,7 @@ impl Resolver<'_> {
                         ));
                     }
                 }
-                Ok(None)
+                Ok((None, None))
             }
         }
     }
@@ -543,7 +612,6 @@ impl Resolver<'_> {
         {
             spec.random_distribution = distribution.clone();
         }
-        spec.strided_zones = self.strided_zones()?;
         spec.norandommap = self.flag("norandommap", false);
         // fio: a non-uniform distribution excludes the random map.
         if spec.random_distribution != RandomDistribution::Random {

@@ -653,10 +653,17 @@ fn priority_hints() {
 // Refused options fail with the option, value and reason.
 #[test]
 fn refusals_name_the_option_and_reason() {
+    assert!(error("[j]\nzonemode=zbd\n").starts_with(
+        "t.fio:2: Specifying the zone size is mandatory for regular file/block device with \
+         --zonemode=zbd"
+    ));
+    assert!(error("[j]\nzonemode=zbd\nzonesize=1m\nzonerange=2m\n").contains("identical"));
+    assert!(error("[j]\nzonemode=zbd\nzonesize=1m\nrw=trim\n").contains("trims"));
+    let zoned = job("[j]\nzonemode=zbd\nzonesize=256m\nmax_open_zones=32\nzonecapacity=200m\n");
+    let zbd = zoned.zbd.expect("zonemode=zbd");
     assert_eq!(
-        error("[j]\nzonemode=zbd\n"),
-        "t.fio:2: zonemode=zbd: refused: zoned block devices (write pointers, zone resets, \
-         open zone limits) are not modelled"
+        (zbd.zone_size, zbd.zone_capacity, zbd.max_open_zones),
+        (256 << 20, 200 << 20, 32)
     );
     assert!(error("[j]\nzonemode=strided\n").contains("--zonesize must be specified"));
     assert!(error("[j]\nzonesize=1m\n").contains("not compatible"));

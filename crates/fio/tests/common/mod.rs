@@ -34,6 +34,7 @@ pub fn job(name: &str, group_id: u32, runtime: u64) -> JobResult {
         counts_errors: false,
         total_err: 0,
         first_error: 0,
+        zone_resets: 0,
         steadystate: None,
         logs: Default::default(),
         log: None,

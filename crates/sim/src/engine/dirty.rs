@@ -487,6 +487,7 @@ impl Simulation {
             flush: false,
             bytes: pages * PAGE,
             offset: first * PAGE,
+            file: 0,
             prio,
             created: self.now,
             admitted: self.now,

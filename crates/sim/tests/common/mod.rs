@@ -234,3 +234,15 @@ pub fn counter(device: &dyn Device, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no counter {name}"))
         .1
 }
+
+/// Runs the fio job text `text` in the simulator on `device` with every other setting at its
+/// default; a parse or set-up error as its message.
+pub fn simulate_text(text: &str, device: &str) -> Result<iosched_fio::RunReport, String> {
+    let file = iosched_fio::parse::parse_str(text, "t.fio", std::path::Path::new("."), &|_| None)
+        .map_err(|e| e.to_string())?;
+    let config = iosched_sim::SimConfig {
+        device: device.into(),
+        ..iosched_sim::SimConfig::default()
+    };
+    iosched_sim::run(&config, &file).map_err(|e| e.to_string())
+}
