@@ -592,15 +592,19 @@ impl Waiters {
         let mut stuck_flows: Vec<crate::request::FlowId> = Vec::new();
         let mut stuck_groups: Vec<crate::group::GroupId> = Vec::new();
         let mut full = [false; 2];
-        for _ in 0..self.queue.len() {
-            let mut request = self.queue.pop_front().expect("counted");
-            if full[direction_index(request.direction())]
-                || stuck_flows.contains(&request.flow)
-                || (group_limits && stuck_groups.contains(&request.group))
+        // One pass in order; the waiters stay where they are unless taken in, so a pass
+        // over a full queue ends at its first refusal instead of visiting every waiter.
+        let mut index = 0;
+        while index < self.queue.len() && full != [true; 2] {
+            let waiter = &self.queue[index];
+            if full[direction_index(waiter.direction())]
+                || stuck_flows.contains(&waiter.flow)
+                || (group_limits && stuck_groups.contains(&waiter.group))
             {
-                self.queue.push_back(request);
+                index += 1;
                 continue;
             }
+            let mut request = self.queue.remove(index).expect("in range");
             request.arrival = now;
             let (id, direction) = (request.id, request.direction());
             match elevator.submit(request, now) {
@@ -617,7 +621,8 @@ impl Waiters {
                     if group_limits {
                         stuck_groups.push(request.group);
                     }
-                    self.queue.push_back(request);
+                    self.queue.insert(index, request);
+                    index += 1;
                 }
             }
         }
