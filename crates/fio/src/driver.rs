@@ -505,16 +505,6 @@ impl JobState {
         if self.in_flight >= self.depth {
             return Step::Wait(None);
         }
-        if self.spec.fsync_every > 0 && self.writes_since_flush >= self.spec.fsync_every {
-            self.writes_since_flush = 0;
-            return Step::Flush(SyncKind::Every);
-        }
-        if let Some(range) = self.spec.sync_file_range {
-            if self.writes_since_range >= range.every {
-                self.writes_since_range = 0;
-                return Step::Flush(SyncKind::Range(range.flags));
-            }
-        }
         let limit_reached = self
             .bytes_limit
             .is_some_and(|limit| self.bytes_issued >= limit)
@@ -527,6 +517,18 @@ impl JobState {
             } else {
                 Step::Wait(None)
             };
+        }
+        // fio decides on a sync as it gets the next I/O (get_io_u): none after the last write
+        // of a job that has no more to do (end_fsync is for that).
+        if self.spec.fsync_every > 0 && self.writes_since_flush >= self.spec.fsync_every {
+            self.writes_since_flush = 0;
+            return Step::Flush(SyncKind::Every);
+        }
+        if let Some(range) = self.spec.sync_file_range {
+            if self.writes_since_range >= range.every {
+                self.writes_since_range = 0;
+                return Step::Flush(SyncKind::Range(range.flags));
+            }
         }
         if !flow_ok {
             let sleep = self.spec.flow.map_or(0, |flow| flow.sleep);
@@ -1692,8 +1694,10 @@ mod tests {
             SyncKind::Range(crate::SyncFileRange::WAIT_BEFORE | crate::SyncFileRange::WRITE);
         assert_eq!(
             fake.kinds,
-            vec![range, SyncKind::Every, range],
-            "ranges after writes 3 and 6, an fsync after 4"
+            vec![range, SyncKind::Every],
+            "a range after write 3, an fsync after 4, and none after the last write (6): fio \
+             decides on a sync as it gets the next I/O (fio 3.33 issues 1 fsync for fsync=3 \
+             over 6 writes)"
         );
         let one = Fake::new("[w]\nrw=write\nsync_file_range=write\n");
         assert_eq!(

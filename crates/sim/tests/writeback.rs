@@ -145,11 +145,17 @@ fn a_buffered_writer_runs_ahead_then_is_held_to_the_disk() {
 
 // Proves fsync waits for the file's pages and a flush: with fsync=1 every write is on the
 // device when its fsync completes, so the job goes at the disk's pace with one flush per
-// write, while without fsync it runs at memory speed.
+// write (fio issues none after the last write: 255 for 256 writes, and end_fsync the last),
+// while without fsync it runs at memory speed.
 #[test]
 fn fsync_writes_back_and_flushes() {
-    let text = "[w]\nrw=write\nbs=64k\nsize=16m\nfsync=1\n";
+    let text = "[w]\nrw=write\nbs=64k\nsize=16m\nfsync=1\nend_fsync=1\n";
     let report = simulation(text, "deadline", &[]).run().unwrap();
+    assert_eq!(
+        report.jobs[0].sync.count(),
+        256,
+        "255 after writes and the end_fsync"
+    );
     assert_eq!(counter(&report, "flushes"), 256.0);
     assert_eq!(counter(&report, "sync_pages"), 4096.0);
     assert_eq!(counter(&report, "dirty_at_end_pages"), 0.0);
@@ -242,7 +248,8 @@ fn direct_and_fsync_writes_are_sync_by_their_own_settings() {
 // Proves sync_file_range as Linux's fs/sync.c: WRITE alone starts asynchronous writeback of
 // the range written since the last call and returns once it is submitted (no cache flush);
 // with WAIT_AFTER the call lasts until the pages are on the device; all three flags make it
-// WB_SYNC_ALL (REQ_SYNC); and every page dirtied is written by the calls, none left dirty.
+// WB_SYNC_ALL (REQ_SYNC); and every page of the calls' ranges is written by them, only the
+// last writes (after which fio makes no call) left dirty.
 #[test]
 fn sync_file_range_writes_the_range_and_waits_as_asked() {
     let run = |flags: &str| {
@@ -275,15 +282,19 @@ fn sync_file_range_writes_the_range_and_waits_as_asked() {
     );
     assert_eq!(
         write_only.jobs[0].sync.count(),
-        8,
-        "a call per 16 writes of 64 KiB"
+        7,
+        "a call per 16 writes of 64 KiB, none after the last write (fio's get_io_u)"
     );
     assert_eq!(
         counter(&write_only, "sync_pages"),
-        2048.0,
-        "every page by the calls"
+        1792.0,
+        "every page of the calls' ranges"
     );
-    assert_eq!(counter(&write_only, "dirty_at_end_pages"), 0.0);
+    assert_eq!(
+        counter(&write_only, "dirty_at_end_pages"),
+        256.0,
+        "the last 16 writes' pages, which no call covers, are still dirty at the end"
+    );
 
     let (waited, sync_writes, _) = run("wait_before,write,wait_after");
     assert!(
