@@ -171,11 +171,19 @@ fn check_job(job: &JobSpec) -> Result<(), UringError> {
         ));
     }
     if job.engine.is_null() {
-        return Err(UringError::job(
-            job,
-            "ioengine=null: refused by the real engine, which opens and reads real files; \
-             the simulator runs it (iosched run without --engine real)",
-        ));
+        if !matches!(job.size, Some(iosched_fio::Amount::Bytes(_))) {
+            return Err(UringError::job(
+                job,
+                "ioengine=null needs size= in bytes: it has no file to take a size from (fio's \
+                 null engine is disk-less)",
+            ));
+        }
+        if job.verify.is_some() {
+            return Err(UringError::job(
+                job,
+                "verify with ioengine=null: the null engine stores nothing to read back",
+            ));
+        }
     }
     if job.time_based && job.runtime.is_none() {
         return Err(UringError::job(job, "time_based needs a runtime"));
@@ -320,7 +328,13 @@ fn job_run(
         files
             .iter()
             .map(|f| {
-                let open = &all.files[f.file];
+                let Some(open) = all.files.get(f.file) else {
+                    return Err(UringError::job(
+                        spec,
+                        "zonemode=zbd with ioengine=null: the null engine has no file to lay \
+                         zones over",
+                    ));
+                };
                 if let Some(model) = files::zoned_model(open) {
                     return Err(UringError::job(
                         spec,
@@ -397,6 +411,9 @@ struct Engine {
     issued: u64,
     completed: u64,
     stop: Option<Arc<AtomicUsize>>,
+    /// I/Os and syncs of `ioengine=null` jobs, complete as soon as the loop comes round
+    /// (fio's engines/null.c: queued and at once done, no system call).
+    null_done: Vec<Issued>,
     /// The signal that stopped the run, once one did.
     stopped_by: Option<i32>,
 }
@@ -479,6 +496,7 @@ impl Engine {
             issued: 0,
             completed: 0,
             stop: config.stop.clone(),
+            null_done: Vec::new(),
             stopped_by: None,
         })
     }
@@ -512,6 +530,10 @@ impl Engine {
                 break;
             }
             let next = self.next_timer();
+            if !self.null_done.is_empty() {
+                self.complete_null();
+                continue;
+            }
             if self.core.in_device() == 0 && self.core.idle() && next.is_none() && !all_done {
                 return Err(UringError::new(
                     "the run stalled: no job can issue, nothing is in flight and no timer is \
@@ -525,6 +547,18 @@ impl Engine {
             }
         }
         Ok(self.outcome())
+    }
+
+    /// Completes what `ioengine=null` jobs queued, now: recorded as done at the clock's
+    /// time, which is the engine's own cost for them (fio's null engine measures fio's).
+    fn complete_null(&mut self) {
+        let done = std::mem::take(&mut self.null_done);
+        for issued in done {
+            let at = self.core.now();
+            self.completed += 1;
+            self.jobs[issued.job].record(&issued, at);
+            driver::completed(self, &issued, at);
+        }
     }
 
     /// Stops the run on `signal`, as fio does on SIGINT and SIGTERM: no job issues anything
@@ -989,10 +1023,22 @@ impl driver::Engine for Engine {
     }
 
     fn issue(&mut self, index: usize, io: NextIo, prio: IoPrio, now: Nanos) {
+        if self.jobs[index].spec.engine.is_null() {
+            self.issued += 1;
+            self.null_done.push(Issued::io(index, &io, prio, now));
+            return;
+        }
         self.submit_io(index, io, prio, now);
     }
 
     fn flush(&mut self, index: usize, now: Nanos, kind: SyncKind) -> u32 {
+        if self.jobs[index].spec.engine.is_null() {
+            // fio's null engine takes a sync as an I/O that does nothing.
+            self.issued += 1;
+            let prio = self.jobs[index].spec.prio;
+            self.null_done.push(Issued::flush(index, prio, now));
+            return 1;
+        }
         match kind {
             SyncKind::End => {
                 // end_fsync flushes every file of the job.
@@ -1137,6 +1183,43 @@ mod tests {
         assert!(outcome.issued <= 4, "{}", outcome.issued);
         let normal = iosched_fio::output::normal(&outcome.report);
         assert!(normal.contains("error: t.fio:1: job \"w\""), "{normal}");
+    }
+
+    // Proves fio's null engine runs on the real engine: no file is created or opened (the
+    // job's file name is left alone), every I/O and sync completes, counted as fio counts
+    // them (a sync every 16 writes but none after the last), and a null job without a size
+    // or with verify is refused.
+    #[test]
+    fn the_null_engine_does_no_io() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("never");
+        let text = format!(
+            "[n]\nioengine=null\nfilename={}\nsize=64m\nbs=4k\nrw=randread\n\
+             [m]\nioengine=null\nfilename={}\nsize=16m\nbs=64k\nrw=write\nfsync=16\n",
+            path.display(),
+            path.display()
+        );
+        let outcome = prepare_job(&text, &UringConfig::default()).run().unwrap();
+        assert!(outcome.ok());
+        assert!(!path.exists(), "the null engine opened no file");
+        let jobs = &outcome.report.jobs;
+        assert_eq!(jobs[0].dir(DataDir::Read).total_ios, 16384);
+        assert_eq!(jobs[1].dir(DataDir::Write).total_ios, 256);
+        assert_eq!(jobs[1].sync.count(), 15);
+        assert_eq!(outcome.issued, outcome.completed);
+        let refused = |text: &str| {
+            let file = parse_str(text, "t.fio", Path::new("."), &|_| None).unwrap();
+            let policy = policies::build("noop").unwrap();
+            Engine::prepare(&UringConfig::default(), &file, policy, None)
+                .err()
+                .expect("refused")
+                .to_string()
+        };
+        assert!(refused("[n]\nioengine=null\n").contains("needs size="));
+        assert!(
+            refused("[n]\nioengine=null\nsize=1m\nrw=write\nverify=crc32c\n")
+                .contains("stores nothing")
+        );
     }
 
     fn prepare_job(text: &str, config: &UringConfig) -> Engine {

@@ -63,6 +63,9 @@ pub(crate) fn zoned_model(file: &OpenFile) -> Option<String> {
     })
 }
 
+/// [`JobFile::file`] of an `ioengine=null` job's files, which are never opened.
+pub(crate) const NO_FILE: usize = usize::MAX;
+
 /// One file as one job uses it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct JobFile {
@@ -151,6 +154,10 @@ pub(crate) fn prepare(
     let mut found: HashMap<String, Found> = HashMap::new();
     let mut needed: HashMap<String, (u64, usize)> = HashMap::new();
     for (index, job) in jobs.iter().enumerate() {
+        if job.engine.is_null() {
+            // fio's null engine is disk-less: its files are never opened.
+            continue;
+        }
         let job_names = names(job, filename);
         if job_names.is_empty() {
             return Err(UringError::job(job, "no filename"));
@@ -222,7 +229,26 @@ pub(crate) fn prepare(
     let mut job_files = Vec::with_capacity(jobs.len());
     for job in jobs {
         let job_names = names(job, filename);
-        let count = job_names.len() as u64;
+        let count = job_names.len().max(1) as u64;
+        if job.engine.is_null() {
+            // Regions of size= bytes, in files that do not exist: nothing is read or written.
+            let size = amount_bytes(job.size.unwrap_or(Amount::Bytes(0)), 0) / count;
+            let offset = job_offset(job, 0);
+            job_files.push(
+                (0..count)
+                    .map(|_| JobFile {
+                        file: NO_FILE,
+                        region: Region {
+                            start: offset,
+                            len: size.max(1),
+                        },
+                        fd: -1,
+                        buffered: false,
+                    })
+                    .collect(),
+            );
+            continue;
+        }
         let mut mine = Vec::with_capacity(job_names.len());
         for name in &job_names {
             let file_index = index[name];
@@ -292,6 +318,9 @@ pub(crate) fn prepare(
     // advises the descriptor (shared by the jobs that open the file alike: the last one's
     // advice holds). Done once for every job before any starts.
     for (job, mine) in jobs.iter().zip(&job_files) {
+        if job.engine.is_null() {
+            continue;
+        }
         for file in mine {
             let (start, len) = (
                 file.region.start as libc::off_t,
