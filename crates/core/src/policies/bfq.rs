@@ -344,6 +344,72 @@ enum Expiration {
     Preempted,
 }
 
+/// What a queue with requests queued or in the drive counts for in the idling decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Member {
+    raised: bool,
+    weight: u32,
+    class: u8,
+    group: GroupId,
+}
+
+/// The queues with requests queued or in the drive, counted by what `bfq_better_to_idle` and
+/// `bfq_asymmetric_scenario` ask: how many, how many weight-raised, and which weights,
+/// classes and groups they have. Kept as requests come and go, as the kernel keeps
+/// `busy_queues`, `wr_busy_queues`, the queue weights tree and
+/// `num_groups_with_pending_reqs`, so that the decision walks no list of queues.
+#[derive(Debug, Default, PartialEq)]
+struct Census {
+    queues: usize,
+    raised: usize,
+    weights: BTreeMap<u32, usize>,
+    classes: [usize; 4],
+    groups: HashMap<GroupId, usize>,
+}
+
+impl Census {
+    fn add(&mut self, member: Member) {
+        self.queues += 1;
+        self.raised += usize::from(member.raised);
+        *self.weights.entry(member.weight).or_insert(0) += 1;
+        self.classes[usize::from(member.class).min(3)] += 1;
+        *self.groups.entry(member.group).or_insert(0) += 1;
+    }
+
+    fn remove(&mut self, member: Member) {
+        fn release(count: Option<&mut usize>) -> bool {
+            match count {
+                Some(count) => {
+                    *count -= 1;
+                    *count == 0
+                }
+                None => false,
+            }
+        }
+        self.queues -= 1;
+        self.raised -= usize::from(member.raised);
+        if release(self.weights.get_mut(&member.weight)) {
+            self.weights.remove(&member.weight);
+        }
+        self.classes[usize::from(member.class).min(3)] -= 1;
+        if release(self.groups.get_mut(&member.group)) {
+            self.groups.remove(&member.group);
+        }
+    }
+
+    /// Whether the queues counted, and `extra` if given, have more than one weight, class or
+    /// group (`bfq_asymmetric_scenario`).
+    fn asymmetric(&self, extra: Option<Member>) -> bool {
+        let weights = self.weights.len()
+            + extra.map_or(0, |m| usize::from(!self.weights.contains_key(&m.weight)));
+        let classes = self.classes.iter().filter(|&&n| n > 0).count()
+            + extra.map_or(0, |m| usize::from(self.classes[usize::from(m.class).min(3)] == 0));
+        let groups = self.groups.len()
+            + extra.map_or(0, |m| usize::from(!self.groups.contains_key(&m.group)));
+        weights > 1 || classes > 1 || groups > 1
+    }
+}
+
 /// The BFQ policy.
 pub struct Bfq {
     fq: FairQueue,
@@ -375,6 +441,8 @@ pub struct Bfq {
     wr_max_softrt_rate: u64,
     /// Queues weight-raised now.
     raised: usize,
+    /// The queues with requests queued or in the drive, counted as the idling decision asks.
+    census: Census,
     /// Requests in the drive (`tot_rq_in_driver`) and the most seen lately
     /// (`max_rq_in_driver`); whether the drive queues commands (`hw_tag`, from samples as
     /// `bfq_update_hw_tag`: `None` until known, taken as queueing).
@@ -435,6 +503,7 @@ impl Bfq {
             wr_max_time: from_millis(TUNABLES[8].default),
             wr_max_softrt_rate: TUNABLES[9].default,
             raised: 0,
+            census: Census::default(),
             in_driver: 0,
             max_in_driver: 0,
             hw_tag: None,
@@ -465,6 +534,53 @@ impl Bfq {
         (duration as Nanos).clamp(3 * SECOND, 25 * SECOND)
     }
 
+    /// What queue `key` counts for in the census, whether busy or not.
+    fn member_of(&self, key: QueueKey) -> Option<Member> {
+        let queue = self.queues.get(&key)?;
+        Some(Member {
+            raised: queue.wr_coeff > 1,
+            weight: self.fq.weight(queue.leaf).unwrap_or(0),
+            class: self.fq.class(queue.leaf).map_or(0, |c| c as u8),
+            group: queue.group,
+        })
+    }
+
+    /// What queue `key` counts for in the census: nothing unless it has requests queued or
+    /// in the drive.
+    fn member(&self, key: QueueKey) -> Option<Member> {
+        let queue = self.queues.get(&key)?;
+        if queue.queued() == 0 && queue.in_flight == 0 {
+            return None;
+        }
+        self.member_of(key)
+    }
+
+    /// Brings the census up to date with queue `key`, which counted as `before` ahead of the
+    /// change just made to it.
+    fn recount(&mut self, key: QueueKey, before: Option<Member>) {
+        let after = self.member(key);
+        if before != after {
+            if let Some(before) = before {
+                self.census.remove(before);
+            }
+            if let Some(after) = after {
+                self.census.add(after);
+            }
+        }
+        debug_assert_eq!(self.census, self.census_from_scratch(), "census after {key:?}");
+    }
+
+    /// The census counted queue by queue (to rebuild it, and to check it in debug builds).
+    fn census_from_scratch(&self) -> Census {
+        let mut census = Census::default();
+        for key in self.queues.keys() {
+            if let Some(member) = self.member(*key) {
+                census.add(member);
+            }
+        }
+        census
+    }
+
     /// Whether a weight-raised queue is busy (`wr_busy_queues > 0`).
     fn wr_busy(&self) -> bool {
         self.raised > 0
@@ -483,6 +599,7 @@ impl Bfq {
 
     /// Sets queue `key`'s weight raising to `coeff` for `duration` from `now` (when raised).
     fn set_wr(&mut self, key: QueueKey, coeff: u32, now: Nanos, duration: Nanos) {
+        let before = self.member(key);
         let queue = self.queues.get_mut(&key).expect("live queue");
         if coeff > 1 {
             queue.wr_start = now;
@@ -500,6 +617,7 @@ impl Bfq {
         let weight = u64::from(queue.weight) * u64::from(coeff);
         let (leaf, weight) = (queue.leaf, weight.min(10_000) as u32);
         self.fq.set_weight(leaf, weight).expect("weights are within range");
+        self.recount(key, before);
     }
 
     /// `bfq_update_wr_data`'s end of a raising whose time is up at `now`: a soft real-time
@@ -967,44 +1085,22 @@ impl Bfq {
             return true;
         }
         // The queue in service counts as busy, as in idling_needed_for_service_guarantees.
-        let busy = |(k, q): &(&QueueKey, &Queue)| **k == key || q.queued() > 0 || q.in_flight > 0;
-        let (busy_queues, raised_busy) = self
-            .queues
-            .iter()
-            .filter(busy)
-            .fold((0, 0), |(all, raised), (_, q)| {
-                (all + 1, raised + usize::from(q.wr_coeff > 1))
-            });
+        let extra = match self.member(key) {
+            Some(_) => None,
+            None => self.member_of(key),
+        };
+        let busy_queues = self.census.queues + usize::from(extra.is_some());
+        let raised_busy = self.census.raised + usize::from(extra.is_some_and(|m| m.raised));
         if busy_queues == 1
             || (queue.wr_coeff > 1
                 && (raised_busy < busy_queues || self.in_driver >= queue.in_flight + 4))
         {
             return true;
         }
-        let mut weights = self
-            .queues
-            .iter()
-            .filter(busy)
-            .map(|(_, q)| self.fq.weight(q.leaf).unwrap_or(0));
-        let first = weights.next();
-        let varied_weights = weights.any(|w| Some(w) != first);
         // Queues of two classes with work (RT and BE, say) are asymmetric too: without idling
         // the lower class's requests would reach the device between the higher's
         // (`multiple_classes_busy` in bfq_asymmetric_scenario).
-        let classes: std::collections::BTreeSet<u8> = self
-            .queues
-            .iter()
-            .filter(busy)
-            .filter_map(|(_, q)| self.fq.class(q.leaf).ok())
-            .map(|class| class as u8)
-            .collect();
-        let groups: std::collections::BTreeSet<GroupId> = self
-            .queues
-            .iter()
-            .filter(busy)
-            .map(|(_, q)| q.group)
-            .collect();
-        varied_weights || classes.len() > 1 || groups.len() > 1
+        self.census.asymmetric(extra)
     }
 
     /// Whether `request` may take one of the `nr_requests` scheduler requests with `in_use`
@@ -1300,9 +1396,12 @@ impl Policy for Bfq {
     }
 
     fn requeue(&mut self, request: Request, _now: Nanos) {
-        if let Some(queue) = self.queues.get_mut(&Self::key_of(&request)) {
+        let key = Self::key_of(&request);
+        let before = self.member(key);
+        if let Some(queue) = self.queues.get_mut(&key) {
             queue.in_flight = queue.in_flight.saturating_sub(1);
         }
+        self.recount(key, before);
         self.in_driver = self.in_driver.saturating_sub(1);
         self.queued += 1;
         self.requeued.push_back(request);
@@ -1389,9 +1488,13 @@ impl Bfq {
         let sort_key = (request.offset, request.id);
         queue.fifo.insert((expires, request.id), request.offset);
         let len = request.len;
+        let before = (queue.in_flight > 0 || !queue.sort.is_empty()).then_some(());
         queue.sort.insert(sort_key, Entry { request, expires });
         let (leaf, budget) = (queue.leaf, queue.budget);
         self.queued += 1;
+        if before.is_none() {
+            self.recount(key, None);
+        }
         let became_busy = !self.fq.is_active(leaf).expect("live leaf");
         if became_busy {
             self.update_weight_raising(key, now);
@@ -1443,9 +1546,12 @@ impl Bfq {
     pub(super) fn dispatch_next(&mut self, now: Nanos) -> Dispatch {
         if let Some(request) = self.requeued.pop_front() {
             self.queued -= 1;
-            if let Some(queue) = self.queues.get_mut(&Self::key_of(&request)) {
+            let key = Self::key_of(&request);
+            let before = self.member(key);
+            if let Some(queue) = self.queues.get_mut(&key) {
                 queue.in_flight += 1;
             }
+            self.recount(key, before);
             self.in_driver += 1;
             return Dispatch::Request(request);
         }
@@ -1527,12 +1633,8 @@ impl Bfq {
             // An IDLE-class queue dispatches one request per turn while other queues are
             // busy (bfq_dispatch_rq_from_bfqq: expired as if its budget were exhausted).
             let idle_class = self.fq.class(self.queues[&key].leaf).ok() == Some(IoPrioClass::Idle);
-            if idle_class
-                && self
-                    .queues
-                    .iter()
-                    .any(|(k, q)| *k != key && (q.queued() > 0 || q.in_flight > 0))
-            {
+            let others_busy = self.census.queues > usize::from(self.member(key).is_some());
+            if idle_class && others_busy {
                 self.expire(now, Expiration::BudgetExhausted);
             }
             return Dispatch::Request(request);
@@ -1548,11 +1650,14 @@ impl Bfq {
             self.update_inject_limit(key, now);
         }
         self.in_driver = self.in_driver.saturating_sub(1);
+        let before = self.member(key);
         let Some(queue) = self.queues.get_mut(&key) else {
             return;
         };
         queue.in_flight = queue.in_flight.saturating_sub(1);
         queue.last_completion = now;
+        self.recount(key, before);
+        let queue = self.queues.get_mut(&key).expect("just counted");
         // bfq_completed_request: the soft real-time start postponed at the expiry, now that
         // nothing is in flight (unless interactive raising runs).
         if queue.softrt_update
@@ -1585,6 +1690,7 @@ impl Bfq {
         self.queued = 0;
         self.active = None;
         self.idle_until = None;
+        self.census = self.census_from_scratch();
     }
 
     /// A tunable's value, in its sysfs unit.
@@ -2254,6 +2360,8 @@ mod tests {
         for key in taken {
             bfq.queues.get_mut(&two).unwrap().sort.remove(&key);
         }
+        // Taken behind the scheduler's back: the census is counted again.
+        bfq.census = bfq.census_from_scratch();
         assert!(bfq.better_to_idle(one), "the only busy queue");
         // Raised while the other busy queue is not: idled for; a raised queue busy stops
         // idling for throughput alone.
