@@ -1,7 +1,8 @@
-//! `iosched bench`: how many simulated requests the simulator completes per wall-clock second.
+//! `iosched bench`: how many simulated requests the simulator completes per wall-clock second,
+//! for one setup or a table of policies by job counts.
 
 use crate::run::SetupArgs;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
 use iosched_fio::parse;
 use std::path::Path;
@@ -11,18 +12,24 @@ use std::time::Instant;
 /// Arguments of `iosched bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Requests each of the jobs issues.
+    /// Requests each of the jobs issues (unless --requests is given).
     #[arg(long, default_value_t = 500_000)]
     pub requests_per_job: u64,
-    /// Number of jobs (synchronous 4 KiB random readers over the whole device).
-    #[arg(long, default_value_t = 4)]
-    pub jobs: u32,
+    /// Requests of all the jobs together, shared among them: the same work at every job count,
+    /// so that a table compares the cost per request.
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Numbers of jobs (synchronous 4 KiB random readers over the whole device); a list
+    /// (`--jobs 4,64,1024`) makes a table with a column each.
+    #[arg(long, value_delimiter = ',', default_value = "4")]
+    pub jobs: Vec<u32>,
     /// Timed repetitions; the best is reported, as the others measure the machine's noise.
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
-    /// Scheduling policy (see `iosched policies`) [default: deadline].
-    #[arg(long)]
-    pub policy: Option<String>,
+    /// Scheduling policies (see `iosched policies`) [default: deadline]; a list
+    /// (`--policy deadline,bfq,grouped-cfq`) makes a table with a row each.
+    #[arg(long, value_delimiter = ',')]
+    pub policy: Vec<String>,
     #[command(flatten)]
     pub setup: SetupArgs,
 }
@@ -35,18 +42,23 @@ pub fn job_text(jobs: u32, requests: u64) -> String {
     )
 }
 
-/// Runs `iosched bench`.
-pub fn bench(args: BenchArgs) -> Result<ExitCode> {
-    let text = job_text(args.jobs, args.requests_per_job);
+/// The best rate of `repeat` runs of `jobs` readers under `policy`, printing each round when
+/// `verbose`.
+fn measure(args: &BenchArgs, policy: &str, jobs: u32, verbose: bool) -> Result<f64> {
+    let per_job = match args.requests {
+        Some(total) => (total / u64::from(jobs)).max(1),
+        None => args.requests_per_job,
+    };
+    let text = job_text(jobs, per_job);
     let file = parse::parse_str(&text, "bench.fio", Path::new("."), &|_| None)
         .map_err(anyhow::Error::msg)?;
-    let config = args
-        .setup
-        .config(args.policy.as_deref().unwrap_or(crate::run::DEFAULT_POLICY))?;
-    println!(
-        "iosched bench: seed {}, policy {}, device {}, {} synchronous 4 KiB random readers x {} requests",
-        config.seed, config.policy, config.device, args.jobs, args.requests_per_job
-    );
+    let config = args.setup.config(policy)?;
+    if verbose {
+        println!(
+            "iosched bench: seed {}, policy {}, device {}, {jobs} synchronous 4 KiB random readers x {per_job} requests",
+            config.seed, config.policy, config.device
+        );
+    }
     let mut best: Option<f64> = None;
     for round in 1..=args.repeat.max(1) {
         let started = Instant::now();
@@ -58,17 +70,79 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
             .map(|j| j.dirs.iter().map(|d| d.total_ios).sum::<u64>())
             .sum();
         let rate = requests as f64 / wall;
-        println!(
-            "round {round}: {requests} requests, {:.3} simulated s, {:.3} wall s: {:.0} simulated requests per wall second",
-            report.duration as f64 / 1e9,
-            wall,
-            rate
-        );
+        if verbose {
+            println!(
+                "round {round}: {requests} requests, {:.3} simulated s, {:.3} wall s: {:.0} simulated requests per wall second",
+                report.duration as f64 / 1e9,
+                wall,
+                rate
+            );
+        }
         best = Some(best.map_or(rate, |b: f64| b.max(rate)));
     }
-    println!(
-        "best: {:.0} simulated requests per wall second (one core)",
-        best.unwrap_or(0.0)
+    Ok(best.unwrap_or(0.0))
+}
+
+/// A rate as the table shows it: `1.23M`, `456k`.
+fn rate_text(rate: f64) -> String {
+    if rate >= 1e6 {
+        format!("{:.2}M", rate / 1e6)
+    } else {
+        format!("{:.0}k", rate / 1e3)
+    }
+}
+
+/// Runs `iosched bench`.
+pub fn bench(args: BenchArgs) -> Result<ExitCode> {
+    if args.jobs.contains(&0) {
+        bail!("--jobs: a number of jobs must be 1 or more");
+    }
+    let policies: Vec<String> = if args.policy.is_empty() {
+        vec![crate::run::DEFAULT_POLICY.to_string()]
+    } else {
+        args.policy.clone()
+    };
+    if policies.len() == 1 && args.jobs.len() == 1 {
+        let best = measure(&args, &policies[0], args.jobs[0], true)?;
+        println!("best: {best:.0} simulated requests per wall second (one core)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    // A table: the best of the repeats per cell, and how much slower a request is at the
+    // most jobs than at the fewest.
+    let (fewest, most) = (
+        args.jobs.iter().copied().min().unwrap_or(1),
+        args.jobs.iter().copied().max().unwrap_or(1),
     );
+    println!(
+        "iosched bench: simulated requests per wall second (one core, best of {}), synchronous 4 KiB random readers{}",
+        args.repeat.max(1),
+        match args.requests {
+            Some(total) => format!(", {total} requests in all"),
+            None => format!(", {} requests per job", args.requests_per_job),
+        }
+    );
+    let mut header = format!("{:<14}", "policy");
+    for jobs in &args.jobs {
+        header.push_str(&format!("{:>10}", format!("{jobs} jobs")));
+    }
+    if fewest != most {
+        header.push_str(&format!("{:>18}", format!("{most} vs {fewest}")));
+    }
+    println!("{header}");
+    for policy in &policies {
+        let mut line = format!("{policy:<14}");
+        let mut rates = Vec::with_capacity(args.jobs.len());
+        for &jobs in &args.jobs {
+            let rate = measure(&args, policy, jobs, false)?;
+            rates.push((jobs, rate));
+            line.push_str(&format!("{:>10}", rate_text(rate)));
+        }
+        if fewest != most {
+            let at = |n: u32| rates.iter().find(|(j, _)| *j == n).map_or(0.0, |r| r.1);
+            let slower = at(fewest) / at(most).max(f64::MIN_POSITIVE);
+            line.push_str(&format!("{:>18}", format!("{slower:.1}x slower")));
+        }
+        println!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -637,3 +637,38 @@ fn compare_marks_a_starved_job() {
         .unwrap()
         .contains("no I/O completed"));
 }
+
+// Proves `iosched bench` covers a table of policies by job counts in one command: a row per
+// policy, a column per job count, the slowdown from the fewest jobs to the most, the same
+// total of requests in every cell; and a zero job count is refused.
+#[test]
+fn bench_prints_a_table_of_policies_by_jobs() {
+    let output = iosched(&[
+        "bench",
+        "--policy",
+        "noop,deadline",
+        "--jobs",
+        "1,4",
+        "--requests",
+        "4000",
+        "--repeat",
+        "1",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("4000 requests in all"), "{text}");
+    assert!(
+        lines[1].contains("1 jobs") && lines[1].contains("4 jobs"),
+        "{text}"
+    );
+    assert!(lines[1].contains("4 vs 1"), "{text}");
+    for (line, policy) in lines[2..].iter().zip(["noop", "deadline"]) {
+        assert!(line.starts_with(policy), "{text}");
+        assert!(line.ends_with("x slower"), "{text}");
+    }
+    assert_eq!(lines.len(), 4, "{text}");
+    let refused = iosched(&["bench", "--jobs", "0"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("--jobs: a number of jobs must be 1 or more"));
+}
