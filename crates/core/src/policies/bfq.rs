@@ -96,7 +96,8 @@ use crate::request::{
 };
 use crate::time::{from_millis, Nanos, MILLISECOND, SECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// BFQ's tunables, with Linux's names and defaults.
 pub const TUNABLES: &[TunableSpec] = &[
@@ -478,8 +479,8 @@ impl Bfq {
         Bfq {
             fq: FairQueue::new(),
             cgroups: CgroupTree::new(),
-            queues: HashMap::new(),
-            by_leaf: HashMap::new(),
+            queues: HashMap::default(),
+            by_leaf: HashMap::default(),
             requeued: VecDeque::new(),
             queued: 0,
             active: None,
