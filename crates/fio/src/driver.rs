@@ -479,6 +479,16 @@ impl JobState {
         }
     }
 
+    /// The job has nothing more to issue: it drains what is in flight, or is done.
+    fn drain_step(&mut self) -> Step {
+        self.phase = Phase::Draining;
+        if self.in_flight == 0 {
+            Step::Drained
+        } else {
+            Step::Wait(None)
+        }
+    }
+
     /// What the job does next at `now`; `flow_ok` says whether its flow lets it issue
     /// (fio's `flow_threshold_exceeded`).
     fn next(&mut self, now: Nanos, flow_ok: bool) -> Step {
@@ -511,12 +521,7 @@ impl JobState {
             || self.ios_limit.is_some_and(|limit| self.ios_issued >= limit)
             || self.latency.as_ref().is_some_and(|search| search.done);
         if limit_reached && self.staged.is_none() {
-            self.phase = Phase::Draining;
-            return if self.in_flight == 0 {
-                Step::Drained
-            } else {
-                Step::Wait(None)
-            };
+            return self.drain_step();
         }
         // fio decides on a sync as it gets the next I/O (get_io_u): none after the last write
         // of a job that has no more to do (end_fsync is for that).
@@ -550,7 +555,7 @@ impl JobState {
                 // on at the next zone.
                 let file = self.generator.next_file();
                 let at = self.generator.sequential_position(file, DataDir::Write);
-                if let Some(to) = zbd.skip_capacity_gap(file, DataDir::Write, at) {
+                if let Some(to) = zbd.skip_capacity_gap(file, at) {
                     self.generator
                         .set_sequential_position(file, DataDir::Write, to);
                 }
@@ -608,12 +613,7 @@ impl JobState {
                 ZbdStep::Busy => return Step::Wait(None),
                 ZbdStep::Eof => {
                     self.staged = None;
-                    self.phase = Phase::Draining;
-                    return if self.in_flight == 0 {
-                        Step::Drained
-                    } else {
-                        Step::Wait(None)
-                    };
+                    return self.drain_step();
                 }
                 ZbdStep::Fail(errno, message) => {
                     self.staged = None;

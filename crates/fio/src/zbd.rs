@@ -792,11 +792,11 @@ impl JobZbd {
         None
     }
 
-    /// For a sequential writer on zones whose capacity is below their size, the position
+    /// For a sequential writer on zones whose capacity is below their size, its write position
     /// `position` (in the job's coordinates, in file `file`) moved past the gap to the zone's
     /// end when it reached the capacity (fio's `setup_zbd_zone_mode`); `None` when it stays.
-    pub fn skip_capacity_gap(&self, file: usize, dir: DataDir, position: u64) -> Option<u64> {
-        if self.random || dir != DataDir::Write {
+    pub fn skip_capacity_gap(&self, file: usize, position: u64) -> Option<u64> {
+        if self.random || !self.writes {
             return None;
         }
         let file = self.files.get(file)?;
