@@ -2,16 +2,25 @@
 //! per-direction counters and bandwidth/IOPS time series.
 
 use crate::job::{DataDir, JobSpec};
-use hdrhistogram::Histogram;
 use iosched_core::{IoPrio, Nanos};
 
-/// Highest latency a histogram resolves: one hour. Longer samples are clamped to it (and still
-/// counted exactly in min/max/mean).
+/// Highest latency a histogram resolves: one hour (the histogram's last bin ends at 2^42 ns,
+/// 73 minutes). Longer samples count in its last bin (and exactly in min/max/mean).
 pub const LATENCY_NS_MAX: u64 = 3_600 * 1_000_000_000;
 
-/// Significant decimal digits kept by latency histograms: 0.1% relative error, finer than fio's
-/// own log-linear histogram (about 1.5%).
-pub const LATENCY_SIGNIFICANT_DIGITS: u8 = 3;
+/// Bits of a sample a histogram bin keeps: fio's `FIO_IO_U_PLAT_BITS`. Each power of two is
+/// cut into 64 bins, so a bin is at most 1/64 (1.6%) of its values wide.
+pub const PLAT_BITS: u32 = 6;
+
+/// Bins per group (a power of two): fio's `FIO_IO_U_PLAT_VAL`.
+pub const PLAT_VAL: usize = 1 << PLAT_BITS;
+
+/// Groups of bins: fio's `FIO_IO_U_PLAT_GROUP_NR` is 29 (to 2^34 ns, 17 s); 37 reach 2^42 ns,
+/// past an hour.
+pub const PLAT_GROUPS: usize = 37;
+
+/// Bins in all: fio's `FIO_IO_U_PLAT_NR`.
+pub const PLAT_NR: usize = PLAT_GROUPS * PLAT_VAL;
 
 /// Count, min, max, mean and sum of squared deviations of a stream of samples, kept as fio
 /// keeps them (Welford's running update), so that mean and deviation need no second pass.
@@ -74,11 +83,100 @@ impl Moments {
     }
 }
 
+/// fio's log-linear latency histogram (stat.c `plat_val_to_idx`, `plat_idx_to_val`), the one
+/// its percentiles and json+ `bins` come from, grown to an hour. It holds counters only for the
+/// groups (powers of two) between the smallest and largest sample's, 512 bytes a group, so a
+/// job whose latencies span a few powers of two keeps a few kilobytes, and recording a sample
+/// touches one counter.
+#[derive(Clone, Debug, Default)]
+pub struct PlatHistogram {
+    /// The first group with counters.
+    first_group: usize,
+    /// Counters of the bins from `first_group`'s first on.
+    bins: Vec<u64>,
+}
+
+impl PlatHistogram {
+    /// The bin of `nanos` (fio's `plat_val_to_idx`); samples past the last bin count in it.
+    pub fn index(nanos: u64) -> usize {
+        let msb = 63u32.saturating_sub(nanos.leading_zeros());
+        let index = if msb <= PLAT_BITS {
+            nanos as usize
+        } else {
+            let error_bits = msb - PLAT_BITS;
+            ((error_bits as usize + 1) << PLAT_BITS)
+                + ((nanos >> error_bits) as usize & (PLAT_VAL - 1))
+        };
+        index.min(PLAT_NR - 1)
+    }
+
+    /// The value fio reports for bin `index`, the middle of its range (fio's
+    /// `plat_idx_to_val`).
+    pub fn value(index: usize) -> u64 {
+        if index < PLAT_VAL << 1 {
+            return index as u64;
+        }
+        let error_bits = (index >> PLAT_BITS) as u32 - 1;
+        let base = 1u64 << (error_bits + PLAT_BITS);
+        let k = (index % PLAT_VAL) as u64;
+        base + (k << error_bits) + ((1u64 << error_bits) >> 1)
+    }
+
+    /// The smallest and largest values that fall in bin `index`.
+    pub fn range(index: usize) -> (u64, u64) {
+        if index < PLAT_VAL << 1 {
+            return (index as u64, index as u64);
+        }
+        let error_bits = (index >> PLAT_BITS) as u32 - 1;
+        let low = (1u64 << (error_bits + PLAT_BITS)) + (((index % PLAT_VAL) as u64) << error_bits);
+        (low, low + (1u64 << error_bits) - 1)
+    }
+
+    /// Counts one sample.
+    pub fn record(&mut self, nanos: u64) {
+        self.add(Self::index(nanos), 1);
+    }
+
+    fn add(&mut self, index: usize, count: u64) {
+        let group = index >> PLAT_BITS;
+        if self.bins.is_empty() {
+            self.first_group = group;
+        }
+        if group < self.first_group {
+            let grow = (self.first_group - group) * PLAT_VAL;
+            self.bins.splice(0..0, std::iter::repeat_n(0, grow));
+            self.first_group = group;
+        }
+        let slot = index - (self.first_group << PLAT_BITS);
+        if slot >= self.bins.len() {
+            self.bins.resize((slot | (PLAT_VAL - 1)) + 1, 0);
+        }
+        self.bins[slot] += count;
+    }
+
+    /// Adds every sample of `other`.
+    pub fn merge(&mut self, other: &PlatHistogram) {
+        for (index, count) in other.bins() {
+            self.add(index, count);
+        }
+    }
+
+    /// The populated bins, ascending, as (bin index, samples).
+    pub fn bins(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let first = self.first_group << PLAT_BITS;
+        self.bins
+            .iter()
+            .enumerate()
+            .filter(|(_, &count)| count > 0)
+            .map(move |(slot, &count)| (first + slot, count))
+    }
+}
+
 /// A latency distribution: exact count, min, max, mean and standard deviation ([`Moments`]),
-/// and an HDR histogram for percentiles. The histogram is allocated on the first sample.
+/// and fio's histogram ([`PlatHistogram`]) for percentiles.
 #[derive(Clone, Debug, Default)]
 pub struct Latency {
-    histogram: Option<Box<Histogram<u64>>>,
+    histogram: PlatHistogram,
     moments: Moments,
 }
 
@@ -90,13 +188,7 @@ impl Latency {
 
     /// Records one sample of `nanos`.
     pub fn record(&mut self, nanos: u64) {
-        let histogram = self.histogram.get_or_insert_with(|| {
-            Box::new(
-                Histogram::new_with_bounds(1, LATENCY_NS_MAX, LATENCY_SIGNIFICANT_DIGITS)
-                    .expect("static histogram bounds are valid"),
-            )
-        });
-        histogram.saturating_record(nanos.clamp(1, LATENCY_NS_MAX));
+        self.histogram.record(nanos);
         self.moments.record(nanos);
     }
 
@@ -109,9 +201,7 @@ impl Latency {
             *self = other.clone();
             return;
         }
-        let histogram = self.histogram.as_mut().expect("non-empty has a histogram");
-        let theirs = other.histogram.as_ref().expect("non-empty has a histogram");
-        histogram.add(theirs.as_ref()).expect("same bounds");
+        self.histogram.merge(&other.histogram);
         self.moments.merge(&other.moments);
     }
 
@@ -140,58 +230,57 @@ impl Latency {
         self.moments.stddev()
     }
 
-    /// The value at `percent` (0..=100), from the histogram; 0 when empty.
+    /// The value at `percent` (0..=100) as fio finds it (stat.c `calc_clat_percentiles`): the
+    /// first bin at which the samples counted so far reach `percent` of all, reported as the
+    /// bin's middle, but never past the largest sample. 0 when empty.
     pub fn percentile(&self, percent: f64) -> u64 {
-        match &self.histogram {
-            Some(histogram) => histogram
-                .value_at_quantile(percent / 100.0)
-                .min(self.moments.max),
-            None => 0,
-        }
-    }
-
-    /// Fraction of samples at or below `nanos` (0 when empty).
-    pub fn fraction_at_or_below(&self, nanos: u64) -> f64 {
-        match &self.histogram {
-            Some(histogram) if self.moments.count > 0 => {
-                histogram.count_between(0, nanos.min(LATENCY_NS_MAX)) as f64
-                    / histogram.len() as f64
+        let target = percent / 100.0 * self.moments.count as f64;
+        let mut seen = 0u64;
+        for (index, count) in self.histogram.bins() {
+            seen += count;
+            if seen as f64 >= target {
+                return PlatHistogram::value(index)
+                    .min(self.moments.max)
+                    .max(self.moments.min);
             }
-            _ => 0.0,
         }
+        self.moments.max
     }
 
-    /// Number of samples below `nanos`, counting only histogram buckets that lie wholly below
-    /// it: a sample in the same bucket as `nanos` (at most 0.1% under it) counts as not below,
-    /// so a sample of exactly `nanos` never does. All samples for `nanos` past the histogram's
+    /// Number of samples below `nanos`, counting only histogram bins that lie wholly below
+    /// it: a sample in the same bin as `nanos` (at most 1.6% under it) counts as not below, so
+    /// a sample of exactly `nanos` never does. All samples for `nanos` past the histogram's
     /// range.
     pub fn count_below(&self, nanos: u64) -> u64 {
-        let Some(histogram) = &self.histogram else {
-            return 0;
-        };
         if nanos > LATENCY_NS_MAX {
             return self.moments.count;
         }
-        match histogram.lowest_equivalent(nanos) {
-            0 => 0,
-            lowest => histogram.count_between(0, lowest - 1),
-        }
+        self.histogram
+            .bins()
+            .take_while(|&(index, _)| PlatHistogram::range(index).1 < nanos)
+            .map(|(_, count)| count)
+            .sum()
+    }
+
+    /// The populated histogram bins, ascending, as (value fio reports for the bin, samples):
+    /// fio's json+ `bins`.
+    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.histogram
+            .bins()
+            .map(|(index, count)| (PlatHistogram::value(index), count))
     }
 
     /// The distribution as (value, cumulative fraction) steps, one per populated histogram
-    /// bucket, for drawing CDFs.
+    /// bin (the bin's largest value, or the largest sample if smaller), for drawing CDFs.
     pub fn cdf(&self) -> Vec<(u64, f64)> {
-        let Some(histogram) = &self.histogram else {
-            return Vec::new();
-        };
-        let total = histogram.len() as f64;
+        let total = self.moments.count as f64;
         let mut seen = 0u64;
-        histogram
-            .iter_recorded()
-            .map(|bucket| {
-                seen += bucket.count_since_last_iteration();
+        self.histogram
+            .bins()
+            .map(|(index, count)| {
+                seen += count;
                 (
-                    histogram.highest_equivalent(bucket.value_iterated_to()),
+                    PlatHistogram::range(index).1.min(self.moments.max),
                     seen as f64 / total,
                 )
             })
@@ -199,24 +288,35 @@ impl Latency {
     }
 }
 
-/// Bytes and I/Os completed per fixed window of time, from the start of measurement.
+/// Completions over time, in memory bounded whatever the run's length: fio's bandwidth and
+/// IOPS samples (one per `bw_avg_time` window that moved bytes) kept as running statistics, as
+/// fio's `add_stat_sample` keeps them, and a chart of bytes and I/Os per window that holds at
+/// most [`TIME_SERIES_WINDOWS_MAX`] windows, each twice as long when the run outgrows them.
 #[derive(Clone, Debug)]
 pub struct TimeSeries {
-    /// Window length.
+    /// fio's averaging window for the rate samples (`bw_avg_time`, `iops_avg_time`).
     pub interval: Nanos,
-    /// Bytes completed in each window.
-    pub bytes: Vec<u64>,
-    /// I/Os completed in each window.
-    pub ios: Vec<u64>,
+    /// The sample window still open: its index, bytes and I/Os.
+    open: Option<(u64, u64, u64)>,
+    /// Bandwidth samples of closed windows, KiB/s truncated to integers as fio's are.
+    bandwidth_kib: Moments,
+    /// IOPS samples of closed windows, truncated likewise.
+    iops: Moments,
+    /// The chart's window is `interval << shift`.
+    shift: u32,
+    /// Bytes completed in each chart window.
+    bytes: Vec<u64>,
+    /// I/Os completed in each chart window.
+    ios: Vec<u64>,
 }
 
 /// fio's default averaging window for bandwidth and IOPS statistics (`bw_avg_time`,
 /// `iops_avg_time`): 500 ms.
 pub const DEFAULT_SAMPLE_INTERVAL: Nanos = 500_000_000;
 
-/// Upper bound on windows kept, so a very long run cannot grow a series without limit: at the
-/// default 500 ms window this covers 24 hours. Later samples fold into the last window.
-pub const TIME_SERIES_WINDOWS_MAX: usize = 172_800;
+/// Most windows a chart keeps: past them, neighbouring windows pair up into windows twice as
+/// long (at 500 ms the first 8.5 minutes keep their 500 ms windows, the first 17 one second).
+pub const TIME_SERIES_WINDOWS_MAX: usize = 1024;
 
 impl TimeSeries {
     /// An empty series with windows of `interval`.
@@ -224,54 +324,175 @@ impl TimeSeries {
         assert!(interval > 0);
         TimeSeries {
             interval,
+            open: None,
+            bandwidth_kib: Moments::default(),
+            iops: Moments::default(),
+            shift: 0,
             bytes: Vec::new(),
             ios: Vec::new(),
         }
     }
 
-    /// Counts an I/O of `bytes` completed `since_start` after measurement began.
+    /// Counts an I/O of `bytes` completed `since_start` after measurement began. Completions
+    /// come in time order; one that comes late counts in the window still open.
     pub fn record(&mut self, since_start: Nanos, bytes: u64) {
-        let window = ((since_start / self.interval) as usize).min(TIME_SERIES_WINDOWS_MAX - 1);
-        if self.bytes.len() <= window {
-            self.bytes.resize(window + 1, 0);
-            self.ios.resize(window + 1, 0);
+        let window = since_start / self.interval;
+        match &mut self.open {
+            Some((open, open_bytes, open_ios)) if *open >= window => {
+                *open_bytes += bytes;
+                *open_ios += 1;
+            }
+            _ => {
+                self.close();
+                self.open = Some((window, bytes, 1));
+            }
         }
-        self.bytes[window] += bytes;
-        self.ios[window] += 1;
+        let mut slot = (since_start / self.window()) as usize;
+        while slot >= TIME_SERIES_WINDOWS_MAX {
+            self.coarsen();
+            slot = (since_start / self.window()) as usize;
+        }
+        if self.bytes.len() <= slot {
+            self.bytes.resize(slot + 1, 0);
+            self.ios.resize(slot + 1, 0);
+        }
+        self.bytes[slot] += bytes;
+        self.ios[slot] += 1;
     }
 
-    /// Pads the series with empty windows up to `duration` (so idle periods show as zero).
-    pub fn extend_to(&mut self, duration: Nanos) {
-        let windows = ((duration / self.interval) as usize).min(TIME_SERIES_WINDOWS_MAX);
-        if self.bytes.len() < windows {
-            self.bytes.resize(windows, 0);
-            self.ios.resize(windows, 0);
+    /// Takes the open window's rate samples into the statistics.
+    fn close(&mut self) {
+        if let Some((_, bytes, ios)) = self.open.take() {
+            let (bandwidth, iops) = self.rates(bytes, ios);
+            self.bandwidth_kib.record(bandwidth);
+            self.iops.record(iops);
         }
     }
 
-    /// Bandwidth per complete window in bytes/s.
+    /// A window's bandwidth (KiB/s) and IOPS, truncated to integers as fio's samples are.
+    fn rates(&self, bytes: u64, ios: u64) -> (u64, u64) {
+        let interval = self.interval as u128;
+        (
+            (bytes as u128 * 1_000_000_000 / interval / 1024) as u64,
+            (ios as u128 * 1_000_000_000 / interval) as u64,
+        )
+    }
+
+    /// Halves the chart's resolution: each pair of windows becomes one.
+    fn coarsen(&mut self) {
+        for series in [&mut self.bytes, &mut self.ios] {
+            let pairs = series.len().div_ceil(2);
+            for pair in 0..pairs {
+                series[pair] = series[2 * pair] + series.get(2 * pair + 1).copied().unwrap_or(0);
+            }
+            series.truncate(pairs);
+        }
+        self.shift += 1;
+    }
+
+    /// The chart's window: [`Self::interval`] until the run outgrows
+    /// [`TIME_SERIES_WINDOWS_MAX`] of them, a power-of-two multiple of it after.
+    pub fn window(&self) -> Nanos {
+        self.interval << self.shift
+    }
+
+    /// fio's bandwidth (KiB/s) and IOPS samples' statistics over a run of `runtime`: one
+    /// sample per whole window inside it that moved bytes.
+    pub fn rate_moments(&self, runtime: Nanos) -> (Moments, Moments) {
+        let (mut bandwidth, mut iops) = (self.bandwidth_kib, self.iops);
+        if let Some((window, bytes, ios)) = self.open {
+            if (window + 1).saturating_mul(self.interval) <= runtime {
+                let (b, i) = self.rates(bytes, ios);
+                bandwidth.record(b);
+                iops.record(i);
+            }
+        }
+        (bandwidth, iops)
+    }
+
+    /// Bandwidth in bytes/s in each of the chart's whole windows inside `duration`, idle
+    /// windows included.
     pub fn bandwidth_samples(&self, duration: Nanos) -> Vec<f64> {
-        let complete = self.complete_windows(duration);
-        let per_second = 1e9 / self.interval as f64;
-        self.bytes[..complete]
-            .iter()
-            .map(|&b| b as f64 * per_second)
-            .collect()
+        self.chart(&self.bytes, duration)
     }
 
-    /// IOPS per complete window.
+    /// IOPS in each of the chart's whole windows inside `duration`.
     pub fn iops_samples(&self, duration: Nanos) -> Vec<f64> {
-        let complete = self.complete_windows(duration);
-        let per_second = 1e9 / self.interval as f64;
-        self.ios[..complete]
-            .iter()
-            .map(|&n| n as f64 * per_second)
+        self.chart(&self.ios, duration)
+    }
+
+    fn chart(&self, counts: &[u64], duration: Nanos) -> Vec<f64> {
+        let whole = ((duration / self.window()) as usize).min(TIME_SERIES_WINDOWS_MAX);
+        let per_second = 1e9 / self.window() as f64;
+        (0..whole)
+            .map(|window| counts.get(window).copied().unwrap_or(0) as f64 * per_second)
             .collect()
     }
 
-    fn complete_windows(&self, duration: Nanos) -> usize {
-        ((duration / self.interval) as usize).min(self.bytes.len())
+    /// Adds `other`'s completions (group reporting): the charts window by window, at the
+    /// coarser of the two resolutions, and the rate samples pooled.
+    pub fn merge(&mut self, other: &TimeSeries) {
+        let mut other = other.clone();
+        while self.shift < other.shift {
+            self.coarsen();
+        }
+        while other.shift < self.shift {
+            other.coarsen();
+        }
+        if self.bytes.len() < other.bytes.len() {
+            self.bytes.resize(other.bytes.len(), 0);
+            self.ios.resize(other.ios.len(), 0);
+        }
+        for (window, (&bytes, &ios)) in other.bytes.iter().zip(&other.ios).enumerate() {
+            self.bytes[window] += bytes;
+            self.ios[window] += ios;
+        }
+        match (&mut self.open, other.open) {
+            (Some(mine), Some(theirs)) if mine.0 == theirs.0 => {
+                mine.1 += theirs.1;
+                mine.2 += theirs.2;
+            }
+            (Some(mine), Some(theirs)) if mine.0 < theirs.0 => {
+                self.close();
+                self.open = Some(theirs);
+            }
+            (None, theirs) => self.open = theirs,
+            _ => other.close(),
+        }
+        self.bandwidth_kib.merge(&other.bandwidth_kib);
+        self.iops.merge(&other.iops);
     }
+}
+
+/// Exclusive upper bounds, in ns, of fio's latency buckets (`io_u_lat_n`, `io_u_lat_u`,
+/// `io_u_lat_m`: 2, 4, 10, 20, 50, 100, 250, 500, 750 and 1000 of each unit, then 2000 ms and
+/// everything from it).
+pub const LATENCY_BUCKET_BOUNDS: [u64; LATENCY_BUCKETS] = {
+    let steps = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+    let mut bounds = [u64::MAX; LATENCY_BUCKETS];
+    let mut unit = 0;
+    let mut scale = 1;
+    while unit < 3 {
+        let mut step = 0;
+        while step < steps.len() {
+            bounds[unit * 10 + step] = steps[step] * scale;
+            step += 1;
+        }
+        unit += 1;
+        scale *= 1000;
+    }
+    bounds[30] = 2_000_000_000;
+    bounds
+};
+
+/// Number of fio's latency buckets: 10 in ns, 10 in us, 12 in ms.
+pub const LATENCY_BUCKETS: usize = 32;
+
+/// fio's latency bucket of a completion latency of `nanos` (`io_u_mark_latency`).
+pub fn latency_bucket(nanos: u64) -> usize {
+    LATENCY_BUCKET_BOUNDS
+        .partition_point(|&upper| upper <= nanos)
+        .min(LATENCY_BUCKETS - 1)
 }
 
 /// Everything measured for one data direction of one job.
@@ -295,10 +516,21 @@ pub struct DirStats {
     pub slat: Latency,
     /// Completion latency: from submission until completion.
     pub clat: Latency,
-    /// Total latency: from creation until completion.
-    pub lat: Latency,
-    /// Completion latency by I/O priority, for fio's `prios` array.
-    pub prio_clat: Vec<(IoPrio, Latency)>,
+    /// Total latency, from creation until completion, while any I/O had a submission
+    /// latency; [`DirStats::lat`] gives it.
+    lat: Latency,
+    /// Whether no I/O had a submission latency (a sync engine's): total latency is then the
+    /// completion latency, and `lat` is left empty rather than kept twice.
+    lat_is_clat: bool,
+    /// Completion latency by I/O priority once two priorities were seen;
+    /// [`DirStats::prio_clat`] gives it.
+    prio_clat: Vec<(IoPrio, Latency)>,
+    /// The priority of every I/O so far while there was only one, whose completion latency is
+    /// then `clat`.
+    only_prio: Option<IoPrio>,
+    /// I/Os by fio's latency bucket of their completion latency ([`latency_bucket`]), counted
+    /// exactly as fio counts them.
+    pub clat_buckets: [u64; LATENCY_BUCKETS],
     /// Completions over time.
     pub series: TimeSeries,
 }
@@ -316,7 +548,10 @@ impl DirStats {
             slat: Latency::new(),
             clat: Latency::new(),
             lat: Latency::new(),
+            lat_is_clat: true,
             prio_clat: Vec::new(),
+            only_prio: None,
+            clat_buckets: [0; LATENCY_BUCKETS],
             series: TimeSeries::new(interval),
         }
     }
@@ -334,19 +569,65 @@ impl DirStats {
         self.total_ios += 1;
         if let Some(slat) = slat {
             self.slat.record(slat);
+            self.separate_lat();
+            self.lat.record(clat + slat);
+        } else if !self.lat_is_clat {
+            self.lat.record(clat);
         }
-        self.clat.record(clat);
-        self.lat.record(clat + slat.unwrap_or(0));
-        match self.prio_clat.iter_mut().find(|(p, _)| *p == prio) {
-            Some((_, latency)) => latency.record(clat),
-            None => {
-                let mut latency = Latency::new();
-                latency.record(clat);
-                self.prio_clat.push((prio, latency));
-                self.prio_clat.sort_by_key(|(p, _)| *p);
+        match self.only_prio {
+            Some(only) if only == prio => {}
+            None if self.clat.count() == 0 && self.prio_clat.is_empty() => {
+                self.only_prio = Some(prio)
+            }
+            _ => {
+                self.separate_prios();
+                match self.prio_clat.iter_mut().find(|(p, _)| *p == prio) {
+                    Some((_, latency)) => latency.record(clat),
+                    None => {
+                        let mut latency = Latency::new();
+                        latency.record(clat);
+                        self.prio_clat.push((prio, latency));
+                        self.prio_clat.sort_by_key(|(p, _)| *p);
+                    }
+                }
             }
         }
+        self.clat.record(clat);
+        self.clat_buckets[latency_bucket(clat)] += 1;
         self.series.record(since_start, bytes);
+    }
+
+    /// Total latency: from creation until completion (the completion latency itself for a
+    /// sync engine's I/O, which has no submission latency).
+    pub fn lat(&self) -> &Latency {
+        if self.lat_is_clat {
+            &self.clat
+        } else {
+            &self.lat
+        }
+    }
+
+    /// Completion latency by I/O priority, ascending, for fio's `prios` array.
+    pub fn prio_clat(&self) -> Vec<(IoPrio, &Latency)> {
+        match self.only_prio {
+            Some(prio) => vec![(prio, &self.clat)],
+            None => self.prio_clat.iter().map(|(p, l)| (*p, l)).collect(),
+        }
+    }
+
+    /// Keeps total latency apart from completion latency from now on.
+    fn separate_lat(&mut self) {
+        if self.lat_is_clat {
+            self.lat = self.clat.clone();
+            self.lat_is_clat = false;
+        }
+    }
+
+    /// Keeps completion latency by priority apart from the whole from now on.
+    fn separate_prios(&mut self) {
+        if let Some(prio) = self.only_prio.take() {
+            self.prio_clat = vec![(prio, self.clat.clone())];
+        }
     }
 
     /// Counts an I/O that was still waiting when the runtime ended, `waited` after it was
@@ -376,24 +657,34 @@ impl DirStats {
         self.queued_at_end += other.queued_at_end;
         self.oldest_queued_at_end = self.oldest_queued_at_end.max(other.oldest_queued_at_end);
         self.slat.merge(&other.slat);
-        self.clat.merge(&other.clat);
-        self.lat.merge(&other.lat);
-        for (prio, latency) in &other.prio_clat {
-            match self.prio_clat.iter_mut().find(|(p, _)| p == prio) {
-                Some((_, mine)) => mine.merge(latency),
-                None => self.prio_clat.push((*prio, latency.clone())),
+        if !(self.lat_is_clat && other.lat_is_clat) {
+            self.separate_lat();
+            self.lat.merge(other.lat());
+        }
+        let empty = self.clat.count() == 0 && self.prio_clat.is_empty();
+        match (self.only_prio, other.only_prio) {
+            _ if other.clat.count() == 0 => {}
+            (Some(mine), Some(theirs)) if mine == theirs => {}
+            _ if empty => {
+                self.only_prio = other.only_prio;
+                self.prio_clat = other.prio_clat.clone();
+            }
+            _ => {
+                self.separate_prios();
+                for (prio, latency) in other.prio_clat() {
+                    match self.prio_clat.iter_mut().find(|(p, _)| *p == prio) {
+                        Some((_, mine)) => mine.merge(latency),
+                        None => self.prio_clat.push((prio, latency.clone())),
+                    }
+                }
             }
         }
+        self.clat.merge(&other.clat);
         self.prio_clat.sort_by_key(|(p, _)| *p);
-        if self.series.bytes.len() < other.series.bytes.len() {
-            self.series.bytes.resize(other.series.bytes.len(), 0);
-            self.series.ios.resize(other.series.ios.len(), 0);
+        for (mine, theirs) in self.clat_buckets.iter_mut().zip(&other.clat_buckets) {
+            *mine += theirs;
         }
-        for (window, (&bytes, &ios)) in other.series.bytes.iter().zip(&other.series.ios).enumerate()
-        {
-            self.series.bytes[window] += bytes;
-            self.series.ios[window] += ios;
-        }
+        self.series.merge(&other.series);
     }
 }
 
@@ -605,20 +896,246 @@ impl JobResult {
         }
     }
 
-    /// Ends measurement at `runtime` after it began: pads the time series so that idle
-    /// windows at the end show as zero.
+    /// Ends measurement at `runtime` after it began.
     pub fn finish(&mut self, runtime: Nanos) {
         self.runtime = runtime;
         if let Some(log) = &self.log {
             log.finish(runtime);
-        }
-        for dir in &mut self.dirs {
-            dir.series.extend_to(runtime);
         }
     }
 
     /// Statistics of direction `dir`.
     pub fn dir(&self, dir: DataDir) -> &DirStats {
         &self.dirs[dir as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves the bins are fio's (stat.c plat_val_to_idx / plat_idx_to_val): exact below 128 ns,
+    // then 64 bins per power of two whose reported value is the bin's middle.
+    #[test]
+    fn bins_are_fios() {
+        assert_eq!(PlatHistogram::index(0), 0);
+        assert_eq!(PlatHistogram::index(127), 127);
+        assert_eq!(PlatHistogram::index(128), 128);
+        assert_eq!(PlatHistogram::index(129), 128);
+        assert_eq!(PlatHistogram::value(128), 129); // [128, 129]: fio's 128 + 0.5 * 2
+                                                    // fio 3.33 reports a 1000 ns sample in the bin it prints as 1004.
+        assert_eq!(PlatHistogram::value(PlatHistogram::index(1000)), 1004);
+        assert_eq!(PlatHistogram::index(1 << 33), 28 << PLAT_BITS); // fio's last group
+        for value in [1u64, 100, 1000, 123_456, 7_777_777_777, LATENCY_NS_MAX] {
+            let index = PlatHistogram::index(value);
+            let (low, high) = PlatHistogram::range(index);
+            assert!(
+                low <= value && value <= high,
+                "{value} outside {low}..={high}"
+            );
+            assert!((low..=high).contains(&PlatHistogram::value(index)));
+            assert!((high - low) as f64 <= value as f64 / PLAT_VAL as f64);
+            assert_eq!(PlatHistogram::index(low), index);
+            assert_eq!(PlatHistogram::index(high), index);
+            assert_eq!(PlatHistogram::index(high + 1), index + 1);
+        }
+        assert_eq!(PlatHistogram::index(u64::MAX), PLAT_NR - 1);
+        assert!(PlatHistogram::range(PLAT_NR - 1).1 >= LATENCY_NS_MAX);
+    }
+
+    // Proves percentiles are fio's: the first bin whose cumulative count reaches the percent,
+    // reported at its middle, and never past the largest sample.
+    #[test]
+    fn percentiles_follow_calc_clat_percentiles() {
+        let mut latency = Latency::new();
+        for nanos in 1..=1000u64 {
+            latency.record(nanos * 1000);
+        }
+        assert_eq!(latency.count(), 1000);
+        for (percent, exact) in [(50.0, 500_000u64), (90.0, 900_000), (99.0, 990_000)] {
+            let got = latency.percentile(percent);
+            let index = PlatHistogram::index(exact);
+            assert_eq!(got, PlatHistogram::value(index), "p{percent}");
+        }
+        assert_eq!(latency.percentile(100.0), 1_000_000);
+        assert_eq!(latency.percentile(0.0), 1004); // the first bin's middle
+        assert_eq!(Latency::new().percentile(99.0), 0);
+    }
+
+    // Proves merging pools the bins as if every sample had been recorded in one histogram.
+    #[test]
+    fn merge_pools_the_bins() {
+        let (mut a, mut b, mut both) = (Latency::new(), Latency::new(), Latency::new());
+        for nanos in [10u64, 5_000, 5_001, 80_000_000, 3_600_000_000_000_000] {
+            a.record(nanos);
+            both.record(nanos);
+        }
+        for nanos in [10u64, 7, 1 << 40] {
+            b.record(nanos);
+            both.record(nanos);
+        }
+        a.merge(&b);
+        assert_eq!(
+            a.bins().collect::<Vec<_>>(),
+            both.bins().collect::<Vec<_>>()
+        );
+        assert_eq!(a.count(), 8);
+        assert_eq!(a.bins().map(|(_, n)| n).sum::<u64>(), 8);
+        assert_eq!(a.cdf().last().unwrap().1, 1.0);
+    }
+
+    // Proves fio's latency buckets: each bound belongs to the bucket above it.
+    #[test]
+    fn latency_buckets_are_fios() {
+        assert_eq!(latency_bucket(0), 0);
+        assert_eq!(latency_bucket(1), 0);
+        assert_eq!(latency_bucket(2), 1);
+        assert_eq!(latency_bucket(999), 9);
+        assert_eq!(latency_bucket(1_000), 10);
+        assert_eq!(latency_bucket(1_999_999_999), 30);
+        assert_eq!(latency_bucket(2_000_000_000), 31);
+        assert_eq!(latency_bucket(u64::MAX), 31);
+    }
+}
+
+#[cfg(test)]
+mod series_tests {
+    use super::*;
+
+    // Proves a chart keeps at most TIME_SERIES_WINDOWS_MAX windows, pairing them up as the run
+    // grows, and loses no completion doing so; the rate samples stay at 500 ms windows.
+    #[test]
+    fn a_long_run_coarsens_its_chart_not_its_samples() {
+        let mut series = TimeSeries::new(DEFAULT_SAMPLE_INTERVAL);
+        let windows = 5 * TIME_SERIES_WINDOWS_MAX as u64; // 42 minutes
+        for window in 0..windows {
+            series.record(window * DEFAULT_SAMPLE_INTERVAL + 1, 4096);
+            series.record(window * DEFAULT_SAMPLE_INTERVAL + 2, 4096);
+        }
+        let runtime = windows * DEFAULT_SAMPLE_INTERVAL;
+        assert_eq!(series.window(), 8 * DEFAULT_SAMPLE_INTERVAL);
+        let chart = series.iops_samples(runtime);
+        assert!(chart.len() <= TIME_SERIES_WINDOWS_MAX);
+        assert_eq!(chart.len(), (windows / 8) as usize);
+        assert!(chart.iter().all(|&iops| iops == 4.0));
+        let (bandwidth, iops) = series.rate_moments(runtime);
+        assert_eq!(iops.count, windows);
+        assert_eq!((iops.min, iops.max), (4, 4));
+        assert_eq!(bandwidth.mean, 16.0);
+        // Idle windows show in the chart up to the runtime, never in the samples.
+        let longer = runtime + 80 * DEFAULT_SAMPLE_INTERVAL;
+        assert_eq!(series.iops_samples(longer).len(), chart.len() + 10);
+        assert_eq!(series.rate_moments(longer).1.count, windows);
+    }
+
+    // Proves merging series of different resolutions adds them at the coarser one and pools
+    // their samples.
+    #[test]
+    fn merging_aligns_resolutions() {
+        let mut long = TimeSeries::new(DEFAULT_SAMPLE_INTERVAL);
+        for window in 0..2 * TIME_SERIES_WINDOWS_MAX as u64 {
+            long.record(window * DEFAULT_SAMPLE_INTERVAL, 1024);
+        }
+        let mut short = TimeSeries::new(DEFAULT_SAMPLE_INTERVAL);
+        short.record(0, 1024);
+        short.record(DEFAULT_SAMPLE_INTERVAL, 1024);
+        short.merge(&long);
+        assert_eq!(short.window(), long.window());
+        let runtime = 2 * TIME_SERIES_WINDOWS_MAX as u64 * DEFAULT_SAMPLE_INTERVAL;
+        let ios: f64 = short.iops_samples(runtime).iter().sum::<f64>() * short.window() as f64;
+        assert_eq!(
+            (ios / 1e9).round() as u64,
+            2 * TIME_SERIES_WINDOWS_MAX as u64 + 2
+        );
+        let (_, iops) = short.rate_moments(runtime);
+        assert_eq!(iops.count, 2 * TIME_SERIES_WINDOWS_MAX as u64 + 2);
+    }
+}
+
+#[cfg(test)]
+mod dir_tests {
+    use super::*;
+    use iosched_core::IoPrioClass;
+
+    fn prio(class: IoPrioClass, level: u8) -> IoPrio {
+        IoPrio::new(class, level).unwrap()
+    }
+
+    fn summary(latency: &Latency) -> (u64, u64, u64, Vec<(u64, u64)>) {
+        (
+            latency.count(),
+            latency.min(),
+            latency.max(),
+            latency.bins().collect(),
+        )
+    }
+
+    // Proves total latency and per-priority latency read the same whether they are kept apart
+    // or derived from the completion latency: sync I/O, then async I/O, then a second priority.
+    #[test]
+    fn shared_latencies_read_as_if_kept_apart() {
+        let be = prio(IoPrioClass::Be, 4);
+        let rt = prio(IoPrioClass::Rt, 0);
+        let mut stats = DirStats::new(DEFAULT_SAMPLE_INTERVAL);
+        let (mut lat, mut clat, mut clat_be, mut clat_rt) = (
+            Latency::new(),
+            Latency::new(),
+            Latency::new(),
+            Latency::new(),
+        );
+        let samples = [
+            (None, 1_000, be),
+            (None, 2_000, be),
+            (Some(300), 5_000, be),
+            (None, 7_000, rt),
+            (Some(100), 9_000, be),
+            (Some(100), 11_000, rt),
+        ];
+        for (step, &(slat, c, p)) in samples.iter().enumerate() {
+            stats.record(4096, slat, c, p, 0);
+            lat.record(c + slat.unwrap_or(0));
+            clat.record(c);
+            if p == be { &mut clat_be } else { &mut clat_rt }.record(c);
+            assert_eq!(summary(stats.lat()), summary(&lat), "lat after {step}");
+            assert_eq!(summary(&stats.clat), summary(&clat));
+            let prios = stats.prio_clat();
+            let expected: Vec<_> = [(rt, &clat_rt), (be, &clat_be)]
+                .into_iter()
+                .filter(|(_, l)| l.count() > 0)
+                .map(|(p, l)| (p, summary(l)))
+                .collect();
+            let got: Vec<_> = prios.iter().map(|(p, l)| (*p, summary(l))).collect();
+            assert_eq!(got, expected, "prios after {step}");
+        }
+    }
+
+    // Proves merging gives the same latencies whichever way each side keeps them.
+    #[test]
+    fn merging_shared_and_separate_latencies() {
+        let be = prio(IoPrioClass::Be, 4);
+        let idle = prio(IoPrioClass::Idle, 7);
+        let sync_be = |c| {
+            let mut s = DirStats::new(DEFAULT_SAMPLE_INTERVAL);
+            s.record(4096, None, c, be, 0);
+            s
+        };
+        let mut async_idle = DirStats::new(DEFAULT_SAMPLE_INTERVAL);
+        async_idle.record(4096, Some(50), 3_000, idle, 0);
+
+        let mut group = DirStats::new(DEFAULT_SAMPLE_INTERVAL);
+        group.merge(&sync_be(1_000));
+        group.merge(&DirStats::new(DEFAULT_SAMPLE_INTERVAL));
+        group.merge(&sync_be(2_000));
+        assert_eq!(group.lat().count(), 2);
+        assert_eq!(group.prio_clat().len(), 1);
+        group.merge(&async_idle);
+        assert_eq!(group.lat().count(), 3);
+        assert_eq!(group.lat().max(), 3_050);
+        assert_eq!(group.lat().min(), 1_000);
+        let prios = group.prio_clat();
+        assert_eq!(prios.len(), 2);
+        assert_eq!((prios[0].0, prios[0].1.count()), (be, 2));
+        assert_eq!((prios[1].0, prios[1].1.count()), (idle, 1));
+        assert_eq!(group.clat.count(), 3);
     }
 }

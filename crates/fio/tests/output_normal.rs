@@ -7,7 +7,8 @@ use common::*;
 use iosched_fio::output::normal;
 use iosched_fio::DataDir;
 
-// Proves the complete text for one job, every value worked out by hand from fio 3.33's rules.
+// Proves the complete text for one job, every value worked out by hand from fio 3.33's rules
+// (percentiles are the middles of fio's bins, capped at the largest sample).
 #[test]
 fn one_job_prints_as_fio_does() {
     let report = report(vec![exact_reader()], 2 * SECOND);
@@ -21,10 +22,10 @@ reader: (groupid=0, jobs=1): err= 0: pid=0: Thu Jan  1 00:00:00 1970
     clat (nsec): min=1, max=1000, avg=500.50, stdev=288.82
      lat (nsec): min=101, max=1100, avg=600.50, stdev=288.82
     clat percentiles (nsec):
-     |  1.00th=[   10],  5.00th=[   50], 10.00th=[  100], 20.00th=[  200],
-     | 30.00th=[  300], 40.00th=[  400], 50.00th=[  500], 60.00th=[  600],
-     | 70.00th=[  700], 80.00th=[  800], 90.00th=[  900], 95.00th=[  950],
-     | 99.00th=[  990], 99.50th=[  995], 99.90th=[ 1000], 99.95th=[ 1000],
+     |  1.00th=[   10],  5.00th=[   50], 10.00th=[  100], 20.00th=[  201],
+     | 30.00th=[  302], 40.00th=[  402], 50.00th=[  502], 60.00th=[  604],
+     | 70.00th=[  700], 80.00th=[  804], 90.00th=[  900], 95.00th=[  948],
+     | 99.00th=[  988], 99.50th=[  996], 99.90th=[ 1000], 99.95th=[ 1000],
      | 99.99th=[ 1000]
    bw (  KiB/s): min= 2000, max= 2000, per=100.00%, avg=2000.00, stdev= 0.00, samples=4
    iops        : min=  500, max=  500, avg=500.00, stdev= 0.00, samples=4

@@ -46,7 +46,7 @@ impl JobFigures {
         } else {
             series.iops_samples(self.runtime)
         };
-        let span = (1_000_000_000 / series.interval).max(1) as usize;
+        let span = (1_000_000_000 / series.window()).max(1) as usize;
         samples
             .windows(span)
             .map(|w| w.iter().sum::<f64>() / span as f64)
@@ -75,7 +75,7 @@ impl JobFigures {
         let (kind, what) = name.split_once('_')?;
         let latency = match kind {
             "clat" => &self.stats.clat,
-            "lat" => &self.stats.lat,
+            "lat" => self.stats.lat(),
             "slat" => &self.stats.slat,
             _ => return None,
         };

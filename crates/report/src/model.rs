@@ -55,7 +55,7 @@ impl Cell {
             bandwidth: figures.bandwidth(),
             clat: stats.clat.clone(),
             bandwidth_windows: stats.series.bandwidth_samples(figures.runtime),
-            window: stats.series.interval,
+            window: stats.series.window(),
             starved: figures::starvation(stats),
         }
     }

@@ -203,7 +203,7 @@ fn refused_real_time_priority_falls_back_to_best_effort() {
         .unwrap()
         .1;
     assert_eq!(sent_as_be, 1.0);
-    let prios = &report.jobs[0].dir(DataDir::Read).prio_clat;
+    let prios = report.jobs[0].dir(DataDir::Read).prio_clat();
     assert_eq!(prios.len(), 1);
     assert_eq!(prios[0].0.class(), iosched_core::IoPrioClass::Rt);
 }

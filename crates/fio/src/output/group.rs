@@ -19,8 +19,7 @@
 use crate::job::DataDir;
 use crate::output::format::{runtime_ms_ceil, runtime_ms_floor};
 use crate::report::RunReport;
-use crate::stats::{JobResult, Moments, TimeSeries, IODEPTH_LEVELS};
-use iosched_core::Nanos;
+use crate::stats::{JobResult, Moments, IODEPTH_LEVELS};
 
 /// Summary of per-window rates, fio's `io_stat` for bandwidth and IOPS: integer samples with
 /// min, max, mean and the sum of squared deviations (Welford's M2).
@@ -45,6 +44,11 @@ impl RateStats {
         for rate in rates {
             moments.record(rate);
         }
+        Self::from_moments(moments)
+    }
+
+    /// The statistics of samples accumulated in `moments`.
+    pub fn from_moments(moments: Moments) -> Self {
         RateStats {
             min: moments.min,
             max: moments.max,
@@ -81,33 +85,6 @@ impl RateStats {
     }
 }
 
-/// Windows of `series` that lie wholly inside `runtime` and saw at least one completion: fio
-/// takes a bandwidth sample only when bytes moved since the previous one.
-fn active_windows(series: &TimeSeries, runtime: Nanos) -> impl Iterator<Item = (u64, u64)> + '_ {
-    let complete = ((runtime / series.interval) as usize).min(series.bytes.len());
-    series.bytes[..complete]
-        .iter()
-        .zip(&series.ios[..complete])
-        .filter(|(&bytes, _)| bytes > 0)
-        .map(|(&bytes, &ios)| (bytes, ios))
-}
-
-/// Bandwidth samples in KiB/s, one per active window, truncated to integers as fio's are.
-pub fn bandwidth_kib_samples(series: &TimeSeries, runtime: Nanos) -> Vec<u64> {
-    let interval = series.interval as u128;
-    active_windows(series, runtime)
-        .map(|(bytes, _)| (bytes as u128 * 1_000_000_000 / interval / 1024) as u64)
-        .collect()
-}
-
-/// IOPS samples, one per active window, truncated to integers as fio's are.
-pub fn iops_samples(series: &TimeSeries, runtime: Nanos) -> Vec<u64> {
-    let interval = series.interval as u128;
-    active_windows(series, runtime)
-        .map(|(_, ios)| (ios as u128 * 1_000_000_000 / interval) as u64)
-        .collect()
-}
-
 /// One reported entry: a job, or the merged jobs of a group under `group_reporting`.
 #[derive(Clone, Debug)]
 pub struct ReportedJob {
@@ -138,16 +115,14 @@ impl ReportedJob {
                 0
             }
         });
+        let rates = DataDir::ALL.map(|dir| job.dir(dir).series.rate_moments(job.runtime));
         ReportedJob {
             result: job.clone(),
             members: 1,
             runtime_ms,
             job_runtime_ms: runtime_ms_floor(job.runtime),
-            bandwidth_kib: DataDir::ALL.map(|dir| {
-                RateStats::from_rates(bandwidth_kib_samples(&job.dir(dir).series, job.runtime))
-            }),
-            iops: DataDir::ALL
-                .map(|dir| RateStats::from_rates(iops_samples(&job.dir(dir).series, job.runtime))),
+            bandwidth_kib: rates.map(|(bandwidth, _)| RateStats::from_moments(bandwidth)),
+            iops: rates.map(|(_, iops)| RateStats::from_moments(iops)),
             latency_depth: iodepth_option(job),
         }
     }
@@ -212,25 +187,17 @@ impl ReportedJob {
     }
 
     /// Percent of I/Os per fio latency bucket, from the completion latency of all three
-    /// directions (fio buckets clat, issue to completion). A non-empty bucket shows at least
-    /// 0.01, as in fio. fio counts these buckets exactly as I/Os complete; we read them from
-    /// the latency histogram, so a sample less than 0.1% under a bucket edge may be counted in
-    /// the bucket above it. A sample exactly on an edge always lands in the right bucket.
+    /// directions (fio buckets clat, issue to completion), counted exactly as I/Os complete. A
+    /// non-empty bucket shows at least 0.01, as in fio.
     pub fn latency_percentages(&self) -> LatencyBuckets {
         let total = self.total_ios();
-        let mut lower = 0;
-        let mut bucket = |upper: u64| {
+        let percent = |bucket: usize| {
             let count: u64 = self
                 .result
                 .dirs
                 .iter()
-                .map(|d| {
-                    d.clat
-                        .count_below(upper)
-                        .saturating_sub(d.clat.count_below(lower))
-                })
+                .map(|d| d.clat_buckets[bucket])
                 .sum();
-            lower = upper;
             if total == 0 {
                 return 0.0;
             }
@@ -242,9 +209,9 @@ impl ReportedJob {
             }
         };
         LatencyBuckets {
-            nsec: LATENCY_BUCKETS_NS.map(|(_, upper)| bucket(upper)),
-            usec: LATENCY_BUCKETS_US.map(|(_, upper)| bucket(upper)),
-            msec: LATENCY_BUCKETS_MS.map(|(_, upper)| bucket(upper)),
+            nsec: std::array::from_fn(percent),
+            usec: std::array::from_fn(|bucket| percent(10 + bucket)),
+            msec: std::array::from_fn(|bucket| percent(20 + bucket)),
         }
     }
 }
@@ -457,7 +424,7 @@ pub fn group_runs(entries: &[ReportedJob]) -> Vec<GroupRun> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{DirStats, Latency, DEFAULT_SAMPLE_INTERVAL};
+    use crate::stats::{DirStats, Latency, TimeSeries, DEFAULT_SAMPLE_INTERVAL};
 
     // Proves the running statistics equal the textbook ones.
     #[test]
@@ -489,8 +456,18 @@ mod tests {
         series.record(1_100_000_000, 4096);
         series.record(1_600_000_000, 4096); // in a window cut short by the runtime
         let runtime = 1_700_000_000;
-        assert_eq!(bandwidth_kib_samples(&series, runtime), [2000, 8]);
-        assert_eq!(iops_samples(&series, runtime), [2, 2]);
+        let (bandwidth, iops) = series.rate_moments(runtime);
+        assert_eq!(
+            RateStats::from_moments(bandwidth),
+            RateStats::from_rates([2000, 8])
+        );
+        assert_eq!(RateStats::from_moments(iops), RateStats::from_rates([2, 2]));
+        // The last window counts once the runtime covers it.
+        let (bandwidth, _) = series.rate_moments(2_000_000_000);
+        assert_eq!(
+            RateStats::from_moments(bandwidth),
+            RateStats::from_rates([2000, 8, 8])
+        );
     }
 
     fn job(name: &str, group_id: u32, group_reporting: bool) -> JobResult {
@@ -522,17 +499,30 @@ mod tests {
         job
     }
 
+    // Proves the buckets' labelled bounds are the ones samples are counted by.
+    #[test]
+    fn bucket_labels_match_the_counted_bounds() {
+        let labelled: Vec<u64> = LATENCY_BUCKETS_NS
+            .iter()
+            .chain(&LATENCY_BUCKETS_US)
+            .chain(&LATENCY_BUCKETS_MS)
+            .map(|&(_, upper)| upper)
+            .collect();
+        assert_eq!(labelled, crate::stats::LATENCY_BUCKET_BOUNDS);
+    }
+
     // Proves samples exactly on a bucket edge land above it, as fio's exact counters put them,
-    // even where the edge falls inside a histogram bucket.
+    // and that the histogram counts below a value only the bins wholly below it.
     #[test]
     fn latency_buckets_put_edge_samples_above() {
         let mut entry = ReportedJob::single(&job("edges", 0, false)); // one read of 1000 ns
-        let clat = &mut entry.result.dirs[DataDir::Read as usize].clat;
+        let read = &mut entry.result.dirs[DataDir::Read as usize];
         for nanos in [250_000, 249_000, 2_000_000_000, 3_600_000_000_001] {
-            clat.record(nanos);
+            read.record(4096, None, nanos, Default::default(), 0);
         }
-        entry.result.dirs[DataDir::Read as usize].total_ios = 5;
-        assert_eq!(clat.count_below(250_000), 2);
+        let clat = &read.clat;
+        assert_eq!(clat.count_below(250_000), 2); // 1 us and 249 us
+        assert_eq!(clat.count_below(249_000), 1); // 249 us's bin reaches 249.855 us
         assert_eq!(clat.count_below(0), 0);
         assert_eq!(clat.count_below(u64::MAX), 5);
         let buckets = entry.latency_percentages();

@@ -221,20 +221,15 @@ fn latency_json(latency: &Latency, percentiles: Option<&[f64]>, bins: bool) -> V
     Value::Object(object)
 }
 
-/// Histogram buckets as fio's json+ `bins`: value in ns to number of samples, ascending.
+/// Histogram bins as fio's json+ `bins`: the bin's value in ns (fio's `plat_idx_to_val`) to
+/// its number of samples, ascending.
 fn bins_json(latency: &Latency) -> Value {
-    let total = latency.count() as f64;
-    let mut seen = 0u64;
-    let mut bins = Map::new();
-    for (value, fraction) in latency.cdf() {
-        // The CDF holds seen/total exactly enough for rounding to give the integer back.
-        let cumulative = (fraction * total).round() as u64;
-        if cumulative > seen {
-            bins.insert(value.to_string(), (cumulative - seen).into());
-            seen = cumulative;
-        }
-    }
-    Value::Object(bins)
+    Value::Object(
+        latency
+            .bins()
+            .map(|(value, count)| (value.to_string(), count.into()))
+            .collect(),
+    )
 }
 
 fn dir_json(
@@ -270,14 +265,14 @@ fn dir_json(
         "clat_ns".into(),
         latency_json(&stats.clat, percentiles, bins),
     );
-    object.insert("lat_ns".into(), latency_json(&stats.lat, None, bins));
+    object.insert("lat_ns".into(), latency_json(stats.lat(), None, bins));
 
     // fio 3.36 and later add "priohint"; it is written when a hint is in use, so output
     // without hints stays as fio 3.33 writes it.
-    let hinted = stats.prio_clat.iter().any(|(prio, _)| prio.hint() != 0);
+    let hinted = stats.prio_clat().iter().any(|(prio, _)| prio.hint() != 0);
     let prios: Vec<Value> = stats
-        .prio_clat
-        .iter()
+        .prio_clat()
+        .into_iter()
         .filter(|(_, latency)| latency.count() > 0)
         .map(|(prio, latency)| {
             let raw = prio.to_raw();

@@ -288,15 +288,15 @@ fn dir_status(
     if stats.clat.count() > 0 {
         summary_line(out, "clat", &stats.clat);
     }
-    if stats.lat.count() > 0 {
-        summary_line(out, " lat", &stats.lat);
+    if stats.lat().count() > 0 {
+        summary_line(out, " lat", stats.lat());
     }
     // Per-priority lines only when two or more priorities have samples, as in fio.
     // "class/level" as fio 3.33; "class/level/hint" as fio 3.36 when a hint is in use.
-    let hinted = stats.prio_clat.iter().any(|(prio, _)| prio.hint() != 0);
+    let hinted = stats.prio_clat().iter().any(|(prio, _)| prio.hint() != 0);
     let prios: Vec<_> = stats
-        .prio_clat
-        .iter()
+        .prio_clat()
+        .into_iter()
         .filter(|(_, latency)| latency.count() > 0)
         .map(|(prio, latency)| {
             let raw = prio.to_raw();

@@ -286,8 +286,8 @@ pub fn pool_report(report: &RunReport, name: &str) -> Option<Measure> {
     let figures = job_figures(report, name, Some(DataDir::Read))?;
     Some(Measure {
         iops: figures.iops(),
-        mean_ns: figures.stats.lat.mean(),
-        p99_ns: figures.stats.lat.percentile(99.0) as f64,
+        mean_ns: figures.stats.lat().mean(),
+        p99_ns: figures.stats.lat().percentile(99.0) as f64,
     })
 }
 
