@@ -52,6 +52,15 @@ impl CgroupTree {
         }
     }
 
+    /// The layer's group for cgroup `group` if it has one yet (the root's for the root and for
+    /// a cgroup not configured).
+    pub fn existing(&self, group: GroupId) -> Option<FqGroupId> {
+        if group == GroupId::ROOT || (group.0 as usize) >= self.groups.len() {
+            return Some(FqGroupId::ROOT);
+        }
+        self.map.get(&group).copied()
+    }
+
     /// The layer's group for `group`, made on first use.
     pub fn fq_group(&mut self, fq: &mut FairQueue, group: GroupId) -> FqGroupId {
         if group == GroupId::ROOT || (group.0 as usize) >= self.groups.len() {

@@ -387,6 +387,14 @@ impl FairQueue {
         })
     }
 
+    /// The weight sum of `group`'s service tree for `class`: its active children's weights and
+    /// those of its idle children still remembered (BFQ's `st->wsum`).
+    pub fn wsum(&self, group: FqGroupId, class: IoPrioClass) -> Result<u64, FqError> {
+        let slot = self.group_slot(group)?;
+        let data = self.ents[slot as usize].group as usize;
+        Ok(self.groups[data].trees[class_index(class) as usize].wsum)
+    }
+
     /// The virtual time of `group`'s service tree for `class`.
     pub fn vtime(&self, group: FqGroupId, class: IoPrioClass) -> Result<u128, FqError> {
         let slot = self.group_slot(group)?;

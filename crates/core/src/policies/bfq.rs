@@ -1135,19 +1135,19 @@ impl Bfq {
     }
 
     /// `bfqq_request_over_limit`: walking from the top cgroup down to the queue, each entity
-    /// gets its weight's share of `limit` among the entities with work on its parent's
-    /// service tree (for the queue itself, the trees of its class and the classes above,
-    /// each higher one weighing `IOPRIO_BE_NR` times more); it is over when the requests it
-    /// holds (a cgroup: all of its queues') reach that share.
+    /// gets its weight's share of `limit` among the weights of the service tree it sits in
+    /// (`st->wsum`: the active entities and the idle ones still remembered; for the queue
+    /// itself, the trees of its class and the classes above, each higher one weighing
+    /// `IOPRIO_BE_NR` times more); it is over when the requests it holds (a cgroup: all of its
+    /// queues', the kernel's `entity->allocated`) reach that share. The weight sums are the
+    /// layer's own, so the walk costs one step per level and no pass over the queues but, with
+    /// cgroups, the count of a cgroup's requests.
     fn over_limit(&self, key: QueueKey, limit: u64) -> bool {
         let Some(queue) = self.queues.get(&key) else {
             // No queue yet: nothing allocated (the kernel's fast path).
             return false;
         };
-        let on_tree = |key: &QueueKey, queue: &Queue| {
-            self.active == Some(*key) || self.fq.is_active(queue.leaf).unwrap_or(false)
-        };
-        if !on_tree(&key, queue) {
+        if self.active != Some(key) && !self.fq.is_active(queue.leaf).unwrap_or(false) {
             return false;
         }
         // Whether cgroup `group` is `ancestor` or below it.
@@ -1170,37 +1170,18 @@ impl Bfq {
         path.reverse();
         let allocated = |queue: &Queue| (queue.queued() + queue.in_flight) as u64;
         let class = self.fq.class(queue.leaf).unwrap_or(IoPrioClass::Be);
-        let class_index = |class: IoPrioClass| match class {
-            IoPrioClass::Rt => 0,
-            IoPrioClass::Idle => 2,
-            IoPrioClass::Be | IoPrioClass::None => 1,
+        let classes: &[IoPrioClass] = match class {
+            IoPrioClass::Rt => &[IoPrioClass::Rt],
+            IoPrioClass::Idle => &[IoPrioClass::Rt, IoPrioClass::Be, IoPrioClass::Idle],
+            IoPrioClass::Be | IoPrioClass::None => &[IoPrioClass::Rt, IoPrioClass::Be],
         };
         let mut limit = limit;
         let mut parent = GroupId::ROOT;
         for level in 0..=path.len() {
-            // The weights with work on `parent`'s service trees, by class: its queues, and
-            // its child cgroups that hold a queue with work (cgroups are best effort).
-            let mut wsum = [0u64; 3];
-            let mut children: Vec<GroupId> = Vec::new();
-            for (k, q) in &self.queues {
-                if !on_tree(k, q) {
-                    continue;
-                }
-                if q.group == parent {
-                    let weight = self.fq.weight(q.leaf).unwrap_or(0);
-                    let class = self.fq.class(q.leaf).unwrap_or(IoPrioClass::Be);
-                    wsum[class_index(class)] += u64::from(weight);
-                } else if within(parent, q.group) {
-                    let mut child = q.group;
-                    while self.cgroups.parent(child) != parent {
-                        child = self.cgroups.parent(child);
-                    }
-                    if !children.contains(&child) {
-                        children.push(child);
-                        wsum[1] += u64::from(self.cgroups.weight(child));
-                    }
-                }
-            }
+            let Some(tree) = self.cgroups.existing(parent) else {
+                return false;
+            };
+            let wsum = |class| self.fq.wsum(tree, class).unwrap_or(0);
             let (weight, held, sum) = match path.get(level) {
                 Some(&cgroup) => {
                     let held = self
@@ -1209,13 +1190,14 @@ impl Bfq {
                         .filter(|q| within(cgroup, q.group))
                         .map(allocated)
                         .sum();
-                    (u64::from(self.cgroups.weight(cgroup)), held, wsum[1])
+                    let weight = u64::from(self.cgroups.weight(cgroup));
+                    (weight, held, wsum(IoPrioClass::Be))
                 }
                 None => {
                     let weight = u64::from(self.fq.weight(queue.leaf).unwrap_or(0));
-                    let sum = wsum[..=class_index(class)]
+                    let sum = classes
                         .iter()
-                        .fold(0, |sum, &w| sum * IOPRIO_BE_NR + w);
+                        .fold(0, |sum, &class| sum * IOPRIO_BE_NR + wsum(class));
                     (weight, allocated(queue), sum)
                 }
             };
