@@ -69,8 +69,9 @@
 //!     (`switch_back_to_interactive_wr`).
 //!
 //!   Queues created in a large burst (`bfq_handle_burst`: 8 or more sync queues of a group,
-//!   each created within 180 ms of the previous) are not raised, and lose any raising at their
-//!   next busy period, until they have been idle for long and 10 s past their last turn.
+//!   each created within 180 ms of the previous) are not raised, and the first seven, raised
+//!   before the burst was known to be large, lose their raising at their next dispatch
+//!   (`bfq_update_wr_data`), until they have been idle for long and 10 s past their last turn.
 //! - **Injection** (Linux 5.2+, `bfq_choose_bfqq_for_injection`): while the disk waits for
 //!   the queue in service, another busy queue's oldest request that fits its budget goes to
 //!   the drive (charged to that queue), unless idling pays for throughput by itself
@@ -621,11 +622,18 @@ impl Bfq {
         self.recount(key, before);
     }
 
-    /// `bfq_update_wr_data`'s end of a raising whose time is up at `now`: a soft real-time
-    /// raising that interrupted an interactive one still within its own time goes back to it
-    /// (`switch_back_to_interactive_wr`), any other ends (`bfq_bfqq_end_wr`).
+    /// `bfq_update_wr_data`'s end of a raising: at once for a queue of a large burst (the
+    /// kernel ends it at the queue's next dispatch, so that queues raised before their burst
+    /// was known to be large do not keep it while they stay busy); else when its time is up at
+    /// `now`, a soft real-time raising that interrupted an interactive one still within its
+    /// own time going back to it (`switch_back_to_interactive_wr`), any other ending
+    /// (`bfq_bfqq_end_wr`).
     fn end_wr_if_due(&mut self, key: QueueKey, now: Nanos) {
         let queue = &self.queues[&key];
+        if queue.wr_coeff > 1 && queue.in_large_burst {
+            self.set_wr(key, 1, now, 0);
+            return;
+        }
         if queue.wr_coeff == 1 || now.saturating_sub(queue.wr_start) < queue.wr_duration {
             return;
         }
@@ -2361,7 +2369,7 @@ mod tests {
 
     // Proves large-burst detection (bfq_handle_burst): sync queues created within 180 ms of
     // each other form a burst; at 8 it is large, its queues and those joining it are not
-    // raised (the first seven lose their raising at their next busy period); a queue created
+    // raised (the first seven lose their raising at their next dispatch); a queue created
     // after a 180 ms pause starts a new burst and is raised as interactive.
     #[test]
     fn a_large_burst_of_new_queues_is_not_raised() {
@@ -2384,6 +2392,18 @@ mod tests {
         for flow in 8..=10 {
             assert_eq!(bfq.queues[&key(flow)].wr_coeff, 1, "flow {flow}: in the burst");
         }
+        // The first seven stay busy, never starting a new busy period: each loses its raising
+        // at its next dispatch (bfq_update_wr_data), as soon as it is served.
+        let mut now = 600 * MILLISECOND;
+        while bfq.queued() > 0 {
+            if let Dispatch::Request(request) = bfq.dispatch(now) {
+                let flow = request.flow.0;
+                assert_eq!(bfq.queues[&key(flow)].wr_coeff, 1, "flow {flow}: served raised");
+                bfq.completed(&request, now + MILLISECOND);
+            }
+            now += 10 * MILLISECOND;
+        }
+        assert!((1..=7).all(|flow| bfq.queues[&key(flow)].wr_coeff == 1));
         // A new queue after a pause starts its own burst.
         arrive(&mut bfq, 11, 2 * SECOND);
         assert!(!bfq.queues[&key(11)].in_large_burst);
