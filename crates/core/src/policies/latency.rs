@@ -147,6 +147,14 @@ const WINDOW_TARGETS: u64 = 16;
 /// One request of depth, in the limit's unit (eighths).
 const ONE: u32 = 8;
 
+/// How much a cut of the background below one request must lower the foreground's mean
+/// latency, in percent, to be kept.
+const PROBE_GAIN_PERCENT: u64 = 3;
+
+/// Windows the background keeps a whole request after a cut below one did not help, before
+/// the controller tries again (the device may have changed).
+const FLOOR_WINDOWS: u64 = 32;
+
 /// The rank of a request: 0 is the best.
 fn rank(request: &Request) -> usize {
     let level = usize::from(request.prio.effective_level());
@@ -193,6 +201,13 @@ pub struct Latency {
     /// Sum of limit x window length over closed windows, for the mean depth.
     depth_area: u128,
     depth_time: u128,
+    /// The foreground's mean in the window that ended with the background cut from a whole
+    /// request to a fraction of one, until a window at half a request or less tells whether
+    /// the cut helped.
+    probe: Option<Nanos>,
+    /// Until this window, the background keeps at least one request: a cut below one did not
+    /// lower the foreground's latency (the device, not the background, kept it over target).
+    floor_until: u64,
     target: Nanos,
     window: Nanos,
     max_depth: u32,
@@ -226,6 +241,8 @@ impl Latency {
             windows: 0,
             depth_area: 0,
             depth_time: 0,
+            probe: None,
+            floor_until: 0,
             target: from_micros(TUNABLES[0].default),
             window: from_millis(TUNABLES[1].default),
             max_depth: TUNABLES[2].default as u32,
@@ -257,6 +274,8 @@ impl Latency {
     /// Starts controlling afresh (a new foreground): depth 1, no slack, a new window.
     fn reset(&mut self, now: Nanos) {
         self.limit = ONE;
+        self.probe = None;
+        self.floor_until = 0;
         self.paced_until = 0;
         self.slack = 0;
         self.start_window(now);
@@ -313,6 +332,21 @@ impl Latency {
             ONE * (depth / 8).max(1)
         };
         let max = ONE * self.max_depth;
+        let before = self.limit;
+        if let (Some(mean_before), true) = (self.probe, before <= ONE / 2) {
+            // The first window with the background at half a request or less since it was cut
+            // below one: the cut is kept only if it lowered the foreground's latency (by
+            // PROBE_GAIN_PERCENT at least). Otherwise the device is what keeps it over target,
+            // and pacing the background further would only starve it, as blk-iolatency never
+            // takes a throttled group's last request slot.
+            self.probe = None;
+            if mean.saturating_mul(100) > mean_before.saturating_mul(100 - PROBE_GAIN_PERCENT) {
+                self.limit = ONE;
+                self.floor_until = self.windows + FLOOR_WINDOWS;
+                self.start_window(now);
+                return;
+            }
+        }
         if mean > target.saturating_mul(2) {
             let half = self.limit / 2;
             self.limit = if half > ONE {
@@ -326,6 +360,15 @@ impl Latency {
             }
         } else if self.slack > 0 && self.window_limited {
             self.limit = (self.limit + up).min(max);
+        }
+        if self.limit >= ONE {
+            self.probe = None;
+        } else if before >= ONE {
+            if self.windows < self.floor_until {
+                self.limit = ONE;
+            } else {
+                self.probe = Some(mean);
+            }
         }
         self.start_window(now);
     }
@@ -844,6 +887,31 @@ mod tests {
         let mut loose = Bench::new(loose, 1, 64);
         loose.run(linear(30 * US, 7 * US), SECOND, 0);
         assert_eq!(loose.policy.depth_limit(), 12.0);
+    }
+
+    // Proves a target the device misses on its own (the foreground alone takes 50 us, the
+    // background adds nothing, the target is 20 us) does not starve the background: a cut
+    // below one request that did not lower the foreground's latency is undone, and the
+    // background keeps one request nearly all the time, trying again now and then.
+    #[test]
+    fn keeps_one_request_when_cutting_does_not_help() {
+        let mut bench = Bench::new(policy(20, 10), 1, 64);
+        let m = bench.run(linear(50 * US, 0), 4 * SECOND, SECOND);
+        let total: Nanos = m.at_limit.iter().sum();
+        let whole: Nanos = m.at_limit[ONE as usize..].iter().sum();
+        assert!(
+            whole as f64 >= 0.9 * total as f64,
+            "at one request or more {:.2} of the time ({:?})",
+            whole as f64 / total as f64,
+            m.at_limit
+        );
+        // One request beside the foreground moves at about the device's rate.
+        let one_request = 3.0 * SECOND as f64 / (50 * US) as f64;
+        assert!(
+            m.background as f64 > 0.85 * one_request,
+            "{} background",
+            m.background
+        );
     }
 
     // Proves the limit only grows while it holds the background back: a background that keeps
