@@ -253,6 +253,127 @@ enum QueueKey {
     Async(GroupId, u8, u8),
 }
 
+/// A queue's handle: its slot in [`Queues`] and the slot's generation, so that a handle kept
+/// past its queue's removal (in the burst list) finds nothing rather than the slot's next queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Qid {
+    slot: u32,
+    generation: u32,
+}
+
+/// The queues in a slab: a request finds its queue by key once (`find`), and everything after
+/// (the queue in service, the leaf's queue, the burst list) holds the handle, which indexes
+/// the slab without hashing.
+#[derive(Default)]
+struct Queues {
+    slots: Vec<(u32, Option<Queue>)>,
+    free: Vec<u32>,
+    index: HashMap<QueueKey, Qid>,
+}
+
+impl Queues {
+    fn find(&self, key: &QueueKey) -> Option<Qid> {
+        self.index.get(key).copied()
+    }
+
+    fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    fn insert(&mut self, queue: Queue) -> Qid {
+        let key = queue.key;
+        let id = match self.free.pop() {
+            Some(slot) => {
+                let entry = &mut self.slots[slot as usize];
+                entry.1 = Some(queue);
+                Qid {
+                    slot,
+                    generation: entry.0,
+                }
+            }
+            None => {
+                let slot = u32::try_from(self.slots.len()).expect("bounded by MAX_FLOWS");
+                self.slots.push((0, Some(queue)));
+                Qid {
+                    slot,
+                    generation: 0,
+                }
+            }
+        };
+        self.index.insert(key, id);
+        id
+    }
+
+    fn remove(&mut self, id: Qid) -> Option<Queue> {
+        let entry = self.slots.get_mut(id.slot as usize)?;
+        if entry.0 != id.generation {
+            return None;
+        }
+        let queue = entry.1.take()?;
+        entry.0 = entry.0.wrapping_add(1);
+        self.free.push(id.slot);
+        self.index.remove(&queue.key);
+        Some(queue)
+    }
+
+    fn get(&self, id: &Qid) -> Option<&Queue> {
+        match self.slots.get(id.slot as usize) {
+            Some((generation, queue)) if *generation == id.generation => queue.as_ref(),
+            _ => None,
+        }
+    }
+
+    fn get_mut(&mut self, id: &Qid) -> Option<&mut Queue> {
+        match self.slots.get_mut(id.slot as usize) {
+            Some((generation, queue)) if *generation == id.generation => queue.as_mut(),
+            _ => None,
+        }
+    }
+
+    /// The live queues with their handles, in slot order.
+    fn iter(&self) -> impl Iterator<Item = (Qid, &Queue)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, (generation, queue))| {
+                queue.as_ref().map(|queue| {
+                    (
+                        Qid {
+                            slot: slot as u32,
+                            generation: *generation,
+                        },
+                        queue,
+                    )
+                })
+            })
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Queue> {
+        self.slots.iter().filter_map(|(_, queue)| queue.as_ref())
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut Queue> {
+        self.slots.iter_mut().filter_map(|(_, queue)| queue.as_mut())
+    }
+}
+
+impl std::ops::Index<&Qid> for Queues {
+    type Output = Queue;
+
+    fn index(&self, id: &Qid) -> &Queue {
+        self.get(id).expect("live queue")
+    }
+}
+
+#[cfg(test)]
+impl std::ops::Index<&QueueKey> for Queues {
+    type Output = Queue;
+
+    fn index(&self, key: &QueueKey) -> &Queue {
+        &self[&self.find(key).expect("queue of that key")]
+    }
+}
+
 #[derive(Debug)]
 struct Entry {
     request: Request,
@@ -260,6 +381,8 @@ struct Entry {
 }
 
 struct Queue {
+    /// What requests find it by.
+    key: QueueKey,
     leaf: LeafId,
     sort: BTreeMap<(u64, RequestId), Entry>,
     fifo: BTreeMap<(Nanos, RequestId), u64>,
@@ -416,11 +539,12 @@ impl Census {
 pub struct Bfq {
     fq: FairQueue,
     cgroups: CgroupTree,
-    queues: HashMap<QueueKey, Queue>,
-    by_leaf: HashMap<LeafId, QueueKey>,
+    queues: Queues,
+    /// The queue of each leaf, by the leaf's index.
+    by_leaf: Vec<Option<Qid>>,
     requeued: VecDeque<Request>,
     queued: usize,
-    active: Option<QueueKey>,
+    active: Option<Qid>,
     turn_start: Nanos,
     turn_first_dispatch: Option<Nanos>,
     served: u64,
@@ -462,7 +586,7 @@ pub struct Bfq {
     last_empty_occupied: Nanos,
     /// Burst detection (`bfq_handle_burst`): the queues of the current burst while it is
     /// not yet large, whether it is, when its last queue was created, and its group.
-    burst_list: Vec<QueueKey>,
+    burst_list: Vec<Qid>,
     large_burst: bool,
     last_ins_in_burst: Nanos,
     burst_group: Option<GroupId>,
@@ -480,8 +604,8 @@ impl Bfq {
         Bfq {
             fq: FairQueue::new(),
             cgroups: CgroupTree::new(),
-            queues: HashMap::default(),
-            by_leaf: HashMap::default(),
+            queues: Queues::default(),
+            by_leaf: Vec::new(),
             requeued: VecDeque::new(),
             queued: 0,
             active: None,
@@ -537,7 +661,7 @@ impl Bfq {
     }
 
     /// What queue `key` counts for in the census, whether busy or not.
-    fn member_of(&self, key: QueueKey) -> Option<Member> {
+    fn member_of(&self, key: Qid) -> Option<Member> {
         let queue = self.queues.get(&key)?;
         Some(Member {
             raised: queue.wr_coeff > 1,
@@ -549,7 +673,7 @@ impl Bfq {
 
     /// What queue `key` counts for in the census: nothing unless it has requests queued or
     /// in the drive.
-    fn member(&self, key: QueueKey) -> Option<Member> {
+    fn member(&self, key: Qid) -> Option<Member> {
         let queue = self.queues.get(&key)?;
         if queue.queued() == 0 && queue.in_flight == 0 {
             return None;
@@ -559,7 +683,7 @@ impl Bfq {
 
     /// Brings the census up to date with queue `key`, which counted as `before` ahead of the
     /// change just made to it.
-    fn recount(&mut self, key: QueueKey, before: Option<Member>) {
+    fn recount(&mut self, key: Qid, before: Option<Member>) {
         let after = self.member(key);
         if before != after {
             if let Some(before) = before {
@@ -575,8 +699,8 @@ impl Bfq {
     /// The census counted queue by queue (to rebuild it, and to check it in debug builds).
     fn census_from_scratch(&self) -> Census {
         let mut census = Census::default();
-        for key in self.queues.keys() {
-            if let Some(member) = self.member(*key) {
+        for (key, _) in self.queues.iter() {
+            if let Some(member) = self.member(key) {
                 census.add(member);
             }
         }
@@ -594,13 +718,13 @@ impl Bfq {
 
     /// Sets queue `key`'s weight raising to `coeff` (its leaf weighs its weight times it, at
     /// most the layer's largest weight), starting now for the interactive duration.
-    fn set_wr_coeff(&mut self, key: QueueKey, coeff: u32, now: Nanos) {
+    fn set_wr_coeff(&mut self, key: Qid, coeff: u32, now: Nanos) {
         let duration = self.wr_duration();
         self.set_wr(key, coeff, now, duration);
     }
 
     /// Sets queue `key`'s weight raising to `coeff` for `duration` from `now` (when raised).
-    fn set_wr(&mut self, key: QueueKey, coeff: u32, now: Nanos, duration: Nanos) {
+    fn set_wr(&mut self, key: Qid, coeff: u32, now: Nanos, duration: Nanos) {
         let before = self.member(key);
         let queue = self.queues.get_mut(&key).expect("live queue");
         if coeff > 1 {
@@ -628,7 +752,7 @@ impl Bfq {
     /// `now`, a soft real-time raising that interrupted an interactive one still within its
     /// own time going back to it (`switch_back_to_interactive_wr`), any other ending
     /// (`bfq_bfqq_end_wr`).
-    fn end_wr_if_due(&mut self, key: QueueKey, now: Nanos) {
+    fn end_wr_if_due(&mut self, key: Qid, now: Nanos) {
         let queue = &self.queues[&key];
         if queue.wr_coeff > 1 && queue.in_large_burst {
             self.set_wr(key, 1, now, 0);
@@ -653,7 +777,7 @@ impl Bfq {
     /// `bfq_bfqq_softrt_next_start`: the earliest time queue `key` may become busy again and be
     /// soft real-time: no sooner than the bandwidth it took since it last became busy allows
     /// at `wr_max_softrt_rate`, and than `slice_idle` and four jiffies from `now`.
-    fn softrt_next_start(&self, key: QueueKey, now: Nanos) -> Nanos {
+    fn softrt_next_start(&self, key: Qid, now: Nanos) -> Nanos {
         let queue = &self.queues[&key];
         let rate = self.wr_max_softrt_rate.max(1);
         let sectors = queue.service_from_backlogged / 512;
@@ -673,7 +797,7 @@ impl Bfq {
     /// `slice_idle`. A change resets the injection limit, as the kernel does when no base
     /// service time is known; and every second the limit starts afresh
     /// (`bfq_reset_inject_limit`), so that it drops if the workload changed.
-    fn update_think_time(&mut self, key: QueueKey, now: Nanos) {
+    fn update_think_time(&mut self, key: Qid, now: Nanos) {
         let slice_idle = self.slice_idle;
         let queue = self.queues.get_mut(&key).expect("live queue");
         if queue.in_flight == 0 && queue.sort.is_empty() && queue.last_completion > 0 {
@@ -695,7 +819,7 @@ impl Bfq {
 
     /// `bfq_reset_inject_limit`: no base service time, and a limit of 0 for a queue with a
     /// short think time (an injected request could delay its next one), 1 otherwise.
-    fn reset_inject_limit(&mut self, key: QueueKey, now: Nanos) {
+    fn reset_inject_limit(&mut self, key: Qid, now: Nanos) {
         let queue = self.queues.get_mut(&key).expect("live queue");
         queue.last_serv_time = 0;
         queue.inject_limit = usize::from(!queue.short_ttime);
@@ -707,7 +831,7 @@ impl Bfq {
     /// arrives with nothing in the drive (or with injected requests there, once a base time is
     /// known), and not within 10 ms of a decrease, will have its total service time taken from
     /// now to its completion.
-    fn start_inject_measure(&mut self, key: QueueKey, now: Nanos) {
+    fn start_inject_measure(&mut self, key: Qid, now: Nanos) {
         let queue = &self.queues[&key];
         let ready = self.in_driver == 0
             || (queue.last_serv_time > 0 && self.rqs_injected && self.in_driver > 0);
@@ -725,7 +849,7 @@ impl Bfq {
     /// 1.5 times the base or more lowers the limit, a shorter one raises it up to one more
     /// than the drive has held; with nothing else in the drive the time becomes the base (or
     /// a shorter one lowers it).
-    fn update_inject_limit(&mut self, key: QueueKey, now: Nanos) {
+    fn update_inject_limit(&mut self, key: Qid, now: Nanos) {
         let total = now.saturating_sub(self.last_empty_occupied);
         let (in_driver, max_in_driver, injected) =
             (self.in_driver, self.max_in_driver, self.rqs_injected);
@@ -779,7 +903,7 @@ impl Bfq {
     /// `idling_boosts_thr_without_issues`: idling for queue `key` is worth it for throughput
     /// alone: on a drive that does not queue commands, or for a sequential, I/O-bound queue
     /// with a short think time; and no weight-raised queue is busy.
-    fn idling_boosts_throughput(&self, key: QueueKey) -> bool {
+    fn idling_boosts_throughput(&self, key: Qid) -> bool {
         let queue = &self.queues[&key];
         let rotational_without_queueing = self.hw_tag == Some(false);
         let sequential = !queue.seeky() && queue.io_bound && queue.short_ttime;
@@ -794,7 +918,7 @@ impl Bfq {
     /// raised queue with a short think time. The candidate has a request that fits in its
     /// budget; the oldest such request goes. The injected queue is charged for it, and leaves
     /// the busy ones when it has nothing more queued.
-    fn inject(&mut self, key: QueueKey) -> Option<Request> {
+    fn inject(&mut self, key: Qid) -> Option<Request> {
         if self.idling_boosts_throughput(key) {
             return None;
         }
@@ -811,7 +935,7 @@ impl Bfq {
             .queues
             .iter()
             .filter(|(k, q)| {
-                **k != key
+                *k != key
                     && !q.sort.is_empty()
                     && (always || q.wr_coeff > 1)
                     && self.fq.is_active(q.leaf).unwrap_or(false)
@@ -820,9 +944,10 @@ impl Bfq {
                 let pick = self.next_in(q)?;
                 let len = q.sort[&pick].request.len;
                 (q.injected + len <= q.budget.max(len))
-                    .then(|| (q.sort[&pick].request.arrival, *k, pick))
+                    .then(|| (q.sort[&pick].request.arrival, q.key, k, pick))
             })
-            .min_by_key(|&(arrival, k, pick)| (arrival, pick.1, k))?;
+            .min_by_key(|&(arrival, order, _, pick)| (arrival, pick.1, order))
+            .map(|(arrival, _, k, pick)| (arrival, k, pick))?;
         self.rqs_injected = true;
         let request = self.remove_for_dispatch(other, pick);
         let queue = self.queues.get_mut(&other).expect("live queue");
@@ -847,7 +972,7 @@ impl Bfq {
     /// `bfq_wr_duration`; one that comes back no sooner than its `soft_rt_next_start` with
     /// nothing in flight and is not totally seeky is soft real-time, raised 3000 times for
     /// 300 ms, recharged at each such return. Then its backlog starts afresh.
-    fn update_weight_raising(&mut self, key: QueueKey, now: Nanos) {
+    fn update_weight_raising(&mut self, key: Qid, now: Nanos) {
         // bfq_bfqq_handle_idle_busy_switch: back within 3 x slice_idle of its last completion,
         // 120 times in a row, it is I/O-bound again.
         let window = 3 * self.slice_idle;
@@ -928,6 +1053,12 @@ impl Bfq {
         (self.max_budget() / 32).max(4096)
     }
 
+    /// The key of the queue in service.
+    #[cfg(test)]
+    fn active_key(&self) -> Option<QueueKey> {
+        self.active.map(|id| self.queues[&id].key)
+    }
+
     fn key_of(request: &Request) -> QueueKey {
         if request.sync {
             QueueKey::Sync(request.flow)
@@ -940,9 +1071,12 @@ impl Bfq {
         }
     }
 
-    fn queue_for(&mut self, request: &Request) -> QueueKey {
+    fn queue_for(&mut self, request: &Request) -> Qid {
         let key = Self::key_of(request);
-        if !self.queues.contains_key(&key) {
+        if let Some(id) = self.queues.find(&key) {
+            return id;
+        }
+        {
             if self.queues.len() >= MAX_FLOWS {
                 self.forget_idle_queues();
             }
@@ -957,10 +1091,8 @@ impl Bfq {
                 .add_leaf(parent, weight, class)
                 .expect("bounded by nr_requests and MAX_FLOWS");
             let budget = self.min_budget().max(self.max_budget() / 4);
-            self.by_leaf.insert(leaf, key);
-            self.queues.insert(
-                key,
-                Queue {
+            let id = self.queues.insert(Queue {
+                    key,
                     leaf,
                     sort: BTreeMap::new(),
                     fifo: BTreeMap::new(),
@@ -992,13 +1124,17 @@ impl Bfq {
                     decrease_time: request.arrival,
                     injected: 0,
                     in_large_burst: false,
-                },
-            );
-            if request.sync {
-                self.handle_burst(key, request.arrival);
+                });
+            let index = leaf.index() as usize;
+            if self.by_leaf.len() <= index {
+                self.by_leaf.resize(index + 1, None);
             }
+            self.by_leaf[index] = Some(id);
+            if request.sync {
+                self.handle_burst(id, request.arrival);
+            }
+            id
         }
-        key
     }
 
     /// `bfq_handle_burst`, for a sync queue just created at `now`: queues created less than
@@ -1006,7 +1142,7 @@ impl Bfq {
     /// once it counts `bfq_large_burst_thresh` (8) queues it is large, and they and every
     /// queue joining it are marked (`in_large_burst`): the processes of a burst (a build, a
     /// server's workers) are not interactive and are not weight-raised.
-    fn handle_burst(&mut self, key: QueueKey, now: Nanos) {
+    fn handle_burst(&mut self, key: Qid, now: Nanos) {
         let group = self.queues[&key].group;
         let continues = self.burst_group == Some(group)
             && now <= self.last_ins_in_burst.saturating_add(BURST_INTERVAL);
@@ -1033,18 +1169,18 @@ impl Bfq {
 
     /// Drops queues with nothing queued or in flight (their history goes with them).
     fn forget_idle_queues(&mut self) {
-        let idle: Vec<QueueKey> = self
+        let idle: Vec<Qid> = self
             .queues
             .iter()
-            .filter(|(k, q)| q.queued() == 0 && q.in_flight == 0 && Some(**k) != self.active)
-            .map(|(k, _)| *k)
+            .filter(|(k, q)| q.queued() == 0 && q.in_flight == 0 && Some(*k) != self.active)
+            .map(|(k, _)| k)
             .collect();
         for key in idle {
-            let queue = self.queues.remove(&key).expect("listed");
+            let queue = self.queues.remove(key).expect("listed");
             if queue.wr_coeff > 1 {
                 self.raised -= 1;
             }
-            self.by_leaf.remove(&queue.leaf);
+            self.by_leaf[queue.leaf.index() as usize] = None;
             self.fq.remove_leaf(queue.leaf).expect("live leaf");
         }
     }
@@ -1083,7 +1219,7 @@ impl Bfq {
     /// the queue has there), it is the only busy queue, or the scenario is asymmetric
     /// (`bfq_asymmetric_scenario`): the queues with work do not all weigh the same, or are of
     /// more than one class, or several groups have work.
-    fn better_to_idle(&self, key: QueueKey) -> bool {
+    fn better_to_idle(&self, key: Qid) -> bool {
         let queue = &self.queues[&key];
         // Idling is never needed for the IDLE class (bfq_better_to_idle).
         let idle_class = self.fq.class(queue.leaf).ok() == Some(IoPrioClass::Idle);
@@ -1139,7 +1275,11 @@ impl Bfq {
         } else {
             (nr_requests / 2).max(1)
         };
-        in_use < limit && !self.over_limit(Self::key_of(request), limit as u64)
+        in_use < limit
+            && !self
+                .queues
+                .find(&Self::key_of(request))
+                .is_some_and(|key| self.over_limit(key, limit as u64))
     }
 
     /// `bfqq_request_over_limit`: walking from the top cgroup down to the queue, each entity
@@ -1150,7 +1290,7 @@ impl Bfq {
     /// queues', the kernel's `entity->allocated`) reach that share. The weight sums are the
     /// layer's own, so the walk costs one step per level and no pass over the queues but, with
     /// cgroups, the count of a cgroup's requests.
-    fn over_limit(&self, key: QueueKey, limit: u64) -> bool {
+    fn over_limit(&self, key: Qid, limit: u64) -> bool {
         let Some(queue) = self.queues.get(&key) else {
             // No queue yet: nothing allocated (the kernel's fast path).
             return false;
@@ -1321,7 +1461,7 @@ impl Bfq {
         }
     }
 
-    fn take(&mut self, key: QueueKey, sort_key: (u64, RequestId), now: Nanos) -> Request {
+    fn take(&mut self, key: Qid, sort_key: (u64, RequestId), now: Nanos) -> Request {
         // bfq_dispatch_rq_from_bfqq's bfq_update_wr_data: a raising whose time is up ends at
         // once, not at the queue's next activation.
         self.end_wr_if_due(key, now);
@@ -1338,7 +1478,7 @@ impl Bfq {
 
     /// Takes request `sort_key` off queue `key` for the drive, in the turn of that queue or
     /// injected into another's: its seek history, the drive's count and the head move.
-    fn remove_for_dispatch(&mut self, key: QueueKey, sort_key: (u64, RequestId)) -> Request {
+    fn remove_for_dispatch(&mut self, key: Qid, sort_key: (u64, RequestId)) -> Request {
         let queue = self.queues.get_mut(&key).expect("queue exists");
         let entry = queue.sort.remove(&sort_key).expect("on the sort list");
         queue.fifo.remove(&(entry.expires, sort_key.1));
@@ -1387,12 +1527,12 @@ impl Policy for Bfq {
     }
 
     fn requeue(&mut self, request: Request, _now: Nanos) {
-        let key = Self::key_of(&request);
-        let before = self.member(key);
-        if let Some(queue) = self.queues.get_mut(&key) {
+        if let Some(key) = self.queues.find(&Self::key_of(&request)) {
+            let before = self.member(key);
+            let queue = self.queues.get_mut(&key).expect("found");
             queue.in_flight = queue.in_flight.saturating_sub(1);
+            self.recount(key, before);
         }
-        self.recount(key, before);
         self.in_driver = self.in_driver.saturating_sub(1);
         self.queued += 1;
         self.requeued.push_back(request);
@@ -1432,10 +1572,10 @@ impl Bfq {
         limits: MergeLimits,
         _now: Nanos,
     ) -> Result<(), Request> {
-        let key = Self::key_of(&request);
-        let Some(queue) = self.queues.get_mut(&key) else {
+        let Some(key) = self.queues.find(&Self::key_of(&request)) else {
             return Err(request);
         };
+        let queue = self.queues.get_mut(&key).expect("found");
         let below = queue
             .sort
             .range(..(request.offset, RequestId(0)))
@@ -1506,7 +1646,7 @@ impl Bfq {
     /// `bfq_bfqq_higher_class_or_weight`: whether queue `new` is of a higher class than
     /// `active` (RT over BE over IDLE), or weighs more: the queues' own weights when they share
     /// a group, else their groups' weights (a queue of the root group its own).
-    fn higher_class_or_weight(&self, new: QueueKey, active: QueueKey) -> bool {
+    fn higher_class_or_weight(&self, new: Qid, active: Qid) -> bool {
         let (new, active) = (self.queues[&new].leaf, self.queues[&active].leaf);
         let rank = |class: IoPrioClass| match class {
             IoPrioClass::Rt => 0,
@@ -1537,12 +1677,11 @@ impl Bfq {
     pub(super) fn dispatch_next(&mut self, now: Nanos) -> Dispatch {
         if let Some(request) = self.requeued.pop_front() {
             self.queued -= 1;
-            let key = Self::key_of(&request);
-            let before = self.member(key);
-            if let Some(queue) = self.queues.get_mut(&key) {
-                queue.in_flight += 1;
+            if let Some(key) = self.queues.find(&Self::key_of(&request)) {
+                let before = self.member(key);
+                self.queues.get_mut(&key).expect("found").in_flight += 1;
+                self.recount(key, before);
             }
-            self.recount(key, before);
             self.in_driver += 1;
             return Dispatch::Request(request);
         }
@@ -1553,7 +1692,7 @@ impl Bfq {
                     let Some(leaf) = self.fq.select_next(now) else {
                         return Dispatch::Empty;
                     };
-                    let key = self.by_leaf[&leaf];
+                    let key = self.by_leaf[leaf.index() as usize].expect("a queue's leaf");
                     self.active = Some(key);
                     self.turn_start = now;
                     if let Some(queue) = self.queues.get_mut(&key) {
@@ -1635,12 +1774,15 @@ impl Bfq {
 
     /// A dispatched request completed.
     pub(super) fn request_completed(&mut self, request: &Request, now: Nanos) {
-        let key = Self::key_of(request);
+        let key = self.queues.find(&Self::key_of(request));
         self.update_hw_tag();
-        if self.waited_rq == Some(request.id) && self.queues.contains_key(&key) {
+        if let Some(key) = key.filter(|_| self.waited_rq == Some(request.id)) {
             self.update_inject_limit(key, now);
         }
         self.in_driver = self.in_driver.saturating_sub(1);
+        let Some(key) = key else {
+            return;
+        };
         let before = self.member(key);
         let Some(queue) = self.queues.get_mut(&key) else {
             return;
@@ -1934,7 +2076,7 @@ mod tests {
             bfq.completed(&r, now);
             // Idling keeps the first reader in service; the BE reader's request may still go
             // to the drive meanwhile, injected (the next test), but its turn does not begin.
-            let in_service = |bfq: &Bfq| bfq.active == Some(QueueKey::Sync(FlowId(1)));
+            let in_service = |bfq: &Bfq| bfq.active_key() == Some(QueueKey::Sync(FlowId(1)));
             match bfq.dispatch(now) {
                 Dispatch::WaitUntil(_) => assert!(idles, "{first:?}: idled for a BE twin"),
                 Dispatch::Request(r) => {
@@ -2289,7 +2431,7 @@ mod tests {
             while in_device.len() < parallel {
                 match policy.dispatch(now) {
                     Dispatch::Request(r) => {
-                        if r.flow == FlowId(2) && policy.active == Some(QueueKey::Sync(FlowId(1))) {
+                        if r.flow == FlowId(2) && policy.active_key() == Some(QueueKey::Sync(FlowId(1))) {
                             injected += 1;
                         }
                         let start = if in_device.len() < parallel { now } else { wake };
@@ -2336,7 +2478,7 @@ mod tests {
             (r.flow, r.prio) = (FlowId(flow), be(4));
             bfq.insert(r, 0);
         }
-        let one = QueueKey::Sync(FlowId(1));
+        let one = bfq.queues.find(&QueueKey::Sync(FlowId(1))).unwrap();
         assert!(bfq.better_to_idle(one), "sequential, I/O-bound, short think time");
         let queue = bfq.queues.get_mut(&one).unwrap();
         (queue.ttime_samples, queue.ttime_mean, queue.short_ttime) = (100, 6 * MILLISECOND, false);
@@ -2346,7 +2488,7 @@ mod tests {
         queue.io_bound = false;
         assert!(!bfq.better_to_idle(one), "not I/O-bound");
         // The only busy queue: idled for anyway.
-        let two = QueueKey::Sync(FlowId(2));
+        let two = bfq.queues.find(&QueueKey::Sync(FlowId(2))).unwrap();
         let taken: Vec<(u64, RequestId)> = bfq.queues[&two].sort.keys().copied().collect();
         for key in taken {
             bfq.queues.get_mut(&two).unwrap().sort.remove(&key);
