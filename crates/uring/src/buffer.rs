@@ -89,6 +89,59 @@ impl std::fmt::Debug for AlignedBuf {
     }
 }
 
+/// A job's I/O buffers: one aligned region cut into equal slots (each rounded up to
+/// [`ALIGNMENT`]), one per I/O the job may have in flight, so that the ring can register the
+/// whole region as one fixed buffer (`IORING_REGISTER_BUFFERS`) and the kernel need not pin
+/// the pages of every I/O again.
+pub struct SlotBuffers {
+    region: AlignedBuf,
+    stride: usize,
+    len: usize,
+}
+
+impl SlotBuffers {
+    /// `slots` buffers of `len` bytes each, each filled by `fill(slot, bytes)`.
+    pub fn new(slots: usize, len: usize, mut fill: impl FnMut(usize, &mut [u8])) -> Self {
+        let stride = len.div_ceil(ALIGNMENT).max(1) * ALIGNMENT;
+        let total = stride
+            .checked_mul(slots)
+            .expect("a job's buffers fit in memory");
+        let mut buffers = SlotBuffers {
+            region: AlignedBuf::zeroed(total),
+            stride,
+            len,
+        };
+        for slot in 0..slots {
+            fill(slot, buffers.slot_mut(slot));
+        }
+        buffers
+    }
+
+    /// Slot `slot`'s bytes.
+    pub fn slot(&self, slot: usize) -> &[u8] {
+        &self.region[slot * self.stride..][..self.len]
+    }
+
+    /// Slot `slot`'s bytes, to fill.
+    pub fn slot_mut(&mut self, slot: usize) -> &mut [u8] {
+        &mut self.region[slot * self.stride..][..self.len]
+    }
+
+    /// The start of slot `slot`, for the kernel to read from or write into.
+    pub(crate) fn slot_ptr(&self, slot: usize) -> *mut u8 {
+        debug_assert!((slot + 1) * self.stride <= self.region.len());
+        self.region.raw().wrapping_add(slot * self.stride)
+    }
+
+    /// The whole region, as `IORING_REGISTER_BUFFERS` takes it.
+    pub(crate) fn region(&self) -> libc::iovec {
+        libc::iovec {
+            iov_base: self.region.raw().cast(),
+            iov_len: self.region.len(),
+        }
+    }
+}
+
 /// Fills `bytes` with a pseudo-random pattern drawn from `seed` (SplitMix64 words), as fio
 /// fills write buffers with random data by default so that compressing or deduplicating
 /// devices see realistic data.
@@ -118,6 +171,17 @@ mod tests {
         }
         let copy = AlignedBuf::from_slice(b"abc");
         assert_eq!(&copy[..], b"abc");
+    }
+
+    #[test]
+    fn slots_are_aligned_apart_and_filled_each() {
+        let buffers = SlotBuffers::new(3, 5000, |slot, bytes| bytes.fill(slot as u8 + 1));
+        for slot in 0..3 {
+            assert_eq!(buffers.slot(slot).len(), 5000);
+            assert!(buffers.slot(slot).iter().all(|&b| b == slot as u8 + 1));
+            assert_eq!(buffers.slot_ptr(slot) as usize % ALIGNMENT, 0);
+        }
+        assert_eq!(buffers.region().iov_len, 3 * 8192);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! after another with a gap, so that the policy sorts requests of one file by offset and never
 //! merges requests of two files.
 
-use crate::buffer::{fill_pattern, AlignedBuf};
+use crate::buffer::{fill_pattern, SlotBuffers};
 use crate::error::errno_text;
 use crate::UringError;
 use iosched_fio::job::Fadvise;
@@ -77,6 +77,8 @@ pub(crate) struct JobFile {
     pub fd: RawFd,
     /// Whether that descriptor is buffered (no `O_DIRECT`).
     pub buffered: bool,
+    /// Its index among the ring's registered files, once registered.
+    pub fixed: Option<u32>,
 }
 
 /// Every file, and each job's view of its files.
@@ -244,6 +246,7 @@ pub(crate) fn prepare(
                         },
                         fd: -1,
                         buffered: false,
+                        fixed: None,
                     })
                     .collect(),
             );
@@ -309,6 +312,7 @@ pub(crate) fn prepare(
                 },
                 fd,
                 buffered: !job.direct,
+                fixed: None,
             });
         }
         job_files.push(mine);
@@ -538,10 +542,10 @@ pub(crate) fn open_for_scheduler(path: &Path, direct: bool) -> Result<(File, u64
 }
 
 /// A fresh write buffer of `len` bytes filled with pseudo-random data.
-pub(crate) fn random_buffer(len: usize, seed: u64) -> AlignedBuf {
-    let mut buffer = AlignedBuf::zeroed(len);
-    fill_pattern(&mut buffer, seed);
-    buffer
+pub(crate) fn random_buffers(slots: usize, len: usize, seed: u64) -> SlotBuffers {
+    SlotBuffers::new(slots, len, |slot, bytes| {
+        fill_pattern(bytes, seed ^ slot as u64)
+    })
 }
 
 #[cfg(test)]

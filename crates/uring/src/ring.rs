@@ -43,8 +43,12 @@ pub(crate) struct Target {
     pub fd: RawFd,
     /// Whether `fd` was opened without `O_DIRECT`.
     pub buffered: bool,
+    /// Its index among the ring's registered files, if registered.
+    pub fixed_file: Option<u32>,
     /// The data (null for a flush).
     pub buf: *mut u8,
+    /// The registered buffer holding the data, if it is in one.
+    pub fixed_buffer: Option<u16>,
     /// Offset in the file.
     pub offset: u64,
     /// Length in bytes.
@@ -104,7 +108,10 @@ pub(crate) struct Finished {
 struct Command {
     request: Request,
     fd: RawFd,
+    fixed_file: Option<u32>,
     iovecs: Vec<libc::iovec>,
+    /// The registered buffer holding a lone request's data.
+    fixed_buffer: Option<u16>,
     /// File offset of the first byte still to transfer.
     offset: u64,
     /// Bytes still to transfer.
@@ -178,6 +185,24 @@ impl Core {
             policy_waits: 0,
             completions: Vec::new(),
         })
+    }
+
+    /// Registers `regions` as the ring's fixed buffers (`IORING_REGISTER_BUFFERS`), index by
+    /// index; false if the kernel refused (each region is at most 1 GiB, and without
+    /// CAP_IPC_LOCK they count against RLIMIT_MEMLOCK), and then I/O goes on through plain
+    /// reads and writes.
+    ///
+    /// # Safety
+    /// Every region stays allocated while any I/O naming its index may be in flight.
+    pub unsafe fn register_buffers(&mut self, regions: &[libc::iovec]) -> bool {
+        // SAFETY: the caller keeps the regions alive; the kernel pins their pages.
+        !regions.is_empty() && unsafe { self.ring.submitter().register_buffers(regions) }.is_ok()
+    }
+
+    /// Registers `fds` as the ring's fixed files (`IORING_REGISTER_FILES`), index by index;
+    /// false if the kernel refused (then entries name descriptors).
+    pub fn register_files(&mut self, fds: &[RawFd]) -> bool {
+        !fds.is_empty() && self.ring.submitter().register_files(fds).is_ok()
     }
 
     /// Nanoseconds since the core was created (monotonic).
@@ -264,7 +289,9 @@ impl Core {
             Command {
                 request,
                 fd: target.fd,
+                fixed_file: None,
                 iovecs: Vec::new(),
+                fixed_buffer: None,
                 offset: target.offset,
                 remaining: target.len,
                 dispatched: now,
@@ -278,10 +305,12 @@ impl Core {
             debug_assert_eq!(target.len, request.len);
             Command {
                 fd: target.fd,
+                fixed_file: target.fixed_file,
                 iovecs: vec![libc::iovec {
                     iov_base: target.buf.cast(),
                     iov_len: target.len as usize,
                 }],
+                fixed_buffer: target.fixed_buffer,
                 offset: target.offset,
                 remaining: request.len,
                 dispatched: now,
@@ -305,13 +334,14 @@ impl Core {
             debug_assert_eq!(targets.iter().map(|t| t.len).sum::<u64>(), request.len);
             // Requests from jobs with and without O_DIRECT may merge on one file: the buffered
             // descriptor accepts any alignment, so it carries such a mix.
-            let fd = targets
+            let file = targets
                 .iter()
                 .find(|target| target.buffered)
-                .unwrap_or(&targets[0])
-                .fd;
+                .unwrap_or(&targets[0]);
             Command {
-                fd,
+                fd: file.fd,
+                fixed_file: file.fixed_file,
+                fixed_buffer: None,
                 iovecs: targets
                     .iter()
                     .map(|target| libc::iovec {
@@ -368,9 +398,12 @@ impl Core {
         } else {
             sqe::read_write(
                 command.request.op,
-                command.fd,
+                command
+                    .fixed_file
+                    .map_or(sqe::FileRef::Fd(command.fd), sqe::FileRef::Fixed),
                 command.offset,
                 &command.iovecs,
+                command.fixed_buffer,
                 command.ioprio,
                 user_data,
             )

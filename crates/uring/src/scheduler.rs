@@ -573,11 +573,13 @@ fn target(pending: &IdMap<Pending>, fd: RawFd, direct: bool, id: RequestId) -> T
     let request = &pending[&id.0];
     Target {
         fd,
+        fixed_file: None,
         buffered: !direct,
         buf: request
             .data
             .as_ref()
             .map_or(std::ptr::null_mut(), |data| data.raw()),
+        fixed_buffer: None,
         offset: request.offset,
         len: request.len,
         sync_range: None,

@@ -27,36 +27,75 @@ pub fn is_rt(raw: u16) -> bool {
     raw >> 13 == IoPrioClass::Rt as u16
 }
 
-/// The SQE for a read or write of `iovecs` (in file order, contiguous) at `offset` in `fd`.
+/// A file as an SQE names it: its descriptor, or its index among the files registered with
+/// the ring (`IOSQE_FIXED_FILE`), which spares the kernel looking the descriptor up on every
+/// I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileRef {
+    /// A descriptor.
+    Fd(RawFd),
+    /// A registered file's index.
+    Fixed(u32),
+}
+
+/// The SQE for a read or write of `iovecs` (in file order, contiguous) at `offset` in `file`.
+/// A lone buffer inside the registered buffer `fixed_buffer` goes out as
+/// `IORING_OP_READ_FIXED`/`WRITE_FIXED`, whose pages the kernel pinned once at registration.
 ///
 /// The caller keeps every buffer and the `iovecs` array alive until the completion arrives.
 pub fn read_write(
     op: Op,
-    fd: RawFd,
+    file: FileRef,
     offset: u64,
     iovecs: &[libc::iovec],
+    fixed_buffer: Option<u16>,
     ioprio: u16,
     user_data: u64,
 ) -> Entry {
-    let fd = types::Fd(fd);
-    let entry = match (op, iovecs) {
-        (Op::Read, [one]) => opcode::Read::new(fd, one.iov_base.cast(), one.iov_len as u32)
-            .offset(offset)
-            .ioprio(ioprio)
-            .build(),
-        (Op::Write, [one]) => opcode::Write::new(fd, one.iov_base.cast(), one.iov_len as u32)
-            .offset(offset)
-            .ioprio(ioprio)
-            .build(),
-        (Op::Read, _) => opcode::Readv::new(fd, iovecs.as_ptr(), iovecs.len() as u32)
-            .offset(offset)
-            .ioprio(ioprio)
-            .build(),
-        (Op::Write, _) => opcode::Writev::new(fd, iovecs.as_ptr(), iovecs.len() as u32)
-            .offset(offset)
-            .ioprio(ioprio)
-            .build(),
-        (Op::Flush | Op::Discard, _) => unreachable!("only reads and writes carry data"),
+    macro_rules! build {
+        ($fd:expr) => {
+            match (op, iovecs, fixed_buffer) {
+                (Op::Read, [one], Some(index)) => {
+                    opcode::ReadFixed::new($fd, one.iov_base.cast(), one.iov_len as u32, index)
+                        .offset(offset)
+                        .ioprio(ioprio)
+                        .build()
+                }
+                (Op::Write, [one], Some(index)) => {
+                    opcode::WriteFixed::new($fd, one.iov_base.cast(), one.iov_len as u32, index)
+                        .offset(offset)
+                        .ioprio(ioprio)
+                        .build()
+                }
+                (Op::Read, [one], None) => {
+                    opcode::Read::new($fd, one.iov_base.cast(), one.iov_len as u32)
+                        .offset(offset)
+                        .ioprio(ioprio)
+                        .build()
+                }
+                (Op::Write, [one], None) => {
+                    opcode::Write::new($fd, one.iov_base.cast(), one.iov_len as u32)
+                        .offset(offset)
+                        .ioprio(ioprio)
+                        .build()
+                }
+                (Op::Read, _, _) => opcode::Readv::new($fd, iovecs.as_ptr(), iovecs.len() as u32)
+                    .offset(offset)
+                    .ioprio(ioprio)
+                    .build(),
+                (Op::Write, _, _) => opcode::Writev::new($fd, iovecs.as_ptr(), iovecs.len() as u32)
+                    .offset(offset)
+                    .ioprio(ioprio)
+                    .build(),
+                (Op::Flush | Op::Discard, _, _) => {
+                    unreachable!("only reads and writes carry data")
+                }
+            }
+        };
+    }
+    let entry = match file {
+        FileRef::Fd(fd) => build!(types::Fd(fd)),
+        FileRef::Fixed(index) => build!(types::Fixed(index)),
     };
     entry.user_data(user_data)
 }
@@ -117,7 +156,15 @@ mod tests {
                 for op in [Op::Read, Op::Write] {
                     for vectors in [&iovecs[..1], &iovecs[..]] {
                         let raw = ioprio(prio, false);
-                        let sqe = bytes(read_write(op, 7, 1 << 20, vectors, raw, 42));
+                        let sqe = bytes(read_write(
+                            op,
+                            FileRef::Fd(7),
+                            1 << 20,
+                            vectors,
+                            None,
+                            raw,
+                            42,
+                        ));
                         let field = u16::from_ne_bytes([sqe[2], sqe[3]]);
                         assert_eq!(field, prio.to_raw(), "{op:?} {prio}");
                         assert_eq!(field >> 13, class as u16);
@@ -138,9 +185,10 @@ mod tests {
         );
         let sqe = bytes(read_write(
             Op::Read,
-            3,
+            FileRef::Fd(3),
             0,
             &iovecs[..1],
+            None,
             ioprio(rt, true),
             1,
         ));
@@ -160,20 +208,57 @@ mod tests {
         let two = [one[0], one[0]];
         let code = |entry: Entry| entry.get_opcode();
         assert_eq!(
-            code(read_write(Op::Read, 0, 0, &one, 0, 0)),
+            code(read_write(Op::Read, FileRef::Fd(0), 0, &one, None, 0, 0)),
             opcode::Read::CODE as u32
         );
         assert_eq!(
-            code(read_write(Op::Write, 0, 0, &one, 0, 0)),
+            code(read_write(Op::Write, FileRef::Fd(0), 0, &one, None, 0, 0)),
             opcode::Write::CODE as u32
         );
         assert_eq!(
-            code(read_write(Op::Read, 0, 0, &two, 0, 0)),
+            code(read_write(Op::Read, FileRef::Fd(0), 0, &two, None, 0, 0)),
             opcode::Readv::CODE as u32
         );
         assert_eq!(
-            code(read_write(Op::Write, 0, 0, &two, 0, 0)),
+            code(read_write(Op::Write, FileRef::Fd(0), 0, &two, None, 0, 0)),
             opcode::Writev::CODE as u32
+        );
+        assert_eq!(
+            code(read_write(
+                Op::Read,
+                FileRef::Fixed(3),
+                0,
+                &one,
+                Some(1),
+                0,
+                0
+            )),
+            opcode::ReadFixed::CODE as u32
+        );
+        assert_eq!(
+            code(read_write(
+                Op::Write,
+                FileRef::Fd(0),
+                0,
+                &one,
+                Some(1),
+                0,
+                0
+            )),
+            opcode::WriteFixed::CODE as u32
+        );
+        // A merged request's buffers are separate: vectored even inside a registered buffer.
+        assert_eq!(
+            code(read_write(
+                Op::Read,
+                FileRef::Fixed(3),
+                0,
+                &two,
+                Some(1),
+                0,
+                0
+            )),
+            opcode::Readv::CODE as u32
         );
         assert_eq!(code(fsync(0, 0)), opcode::Fsync::CODE as u32);
     }
