@@ -207,59 +207,35 @@ mod tests {
         }];
         let two = [one[0], one[0]];
         let code = |entry: Entry| entry.get_opcode();
-        assert_eq!(
-            code(read_write(Op::Read, FileRef::Fd(0), 0, &one, None, 0, 0)),
-            opcode::Read::CODE as u32
-        );
-        assert_eq!(
-            code(read_write(Op::Write, FileRef::Fd(0), 0, &one, None, 0, 0)),
-            opcode::Write::CODE as u32
-        );
-        assert_eq!(
-            code(read_write(Op::Read, FileRef::Fd(0), 0, &two, None, 0, 0)),
-            opcode::Readv::CODE as u32
-        );
-        assert_eq!(
-            code(read_write(Op::Write, FileRef::Fd(0), 0, &two, None, 0, 0)),
-            opcode::Writev::CODE as u32
-        );
-        assert_eq!(
-            code(read_write(
-                Op::Read,
-                FileRef::Fixed(3),
-                0,
-                &one,
-                Some(1),
-                0,
-                0
-            )),
-            opcode::ReadFixed::CODE as u32
-        );
-        assert_eq!(
-            code(read_write(
-                Op::Write,
-                FileRef::Fd(0),
-                0,
-                &one,
-                Some(1),
-                0,
-                0
-            )),
-            opcode::WriteFixed::CODE as u32
-        );
+        let fd = FileRef::Fd(0);
+        let fixed = FileRef::Fixed(3);
         // A merged request's buffers are separate: vectored even inside a registered buffer.
-        assert_eq!(
-            code(read_write(
-                Op::Read,
-                FileRef::Fixed(3),
-                0,
-                &two,
-                Some(1),
-                0,
-                0
-            )),
-            opcode::Readv::CODE as u32
-        );
+        type Case<'a> = (Op, FileRef, &'a [libc::iovec], Option<u16>, u8);
+        let cases: [Case; 7] = [
+            (Op::Read, fd, &one, None, opcode::Read::CODE),
+            (Op::Write, fd, &one, None, opcode::Write::CODE),
+            (Op::Read, fd, &two, None, opcode::Readv::CODE),
+            (Op::Write, fd, &two, None, opcode::Writev::CODE),
+            (Op::Read, fixed, &one, Some(1), opcode::ReadFixed::CODE),
+            (Op::Write, fd, &one, Some(1), opcode::WriteFixed::CODE),
+            (Op::Read, fixed, &two, Some(1), opcode::Readv::CODE),
+        ];
+        for (op, file, iovecs, buffer, expected) in cases {
+            let entry = read_write(op, file, 0, iovecs, buffer, 0, 0);
+            assert_eq!(
+                code(entry.clone()),
+                u32::from(expected),
+                "{op:?} {file:?} {buffer:?}"
+            );
+            // A registered file is named by its index with IOSQE_FIXED_FILE (flags, byte 1);
+            // a registered buffer by its index (buf_index, bytes 40..42).
+            let sqe = bytes(entry);
+            assert_eq!(sqe[1] & 1 == 1, file == fixed, "{op:?} {file:?}");
+            if iovecs.len() == 1 {
+                let index = u16::from_ne_bytes([sqe[40], sqe[41]]);
+                assert_eq!(index, buffer.unwrap_or(0), "{op:?} {buffer:?}");
+            }
+        }
         assert_eq!(code(fsync(0, 0)), opcode::Fsync::CODE as u32);
     }
 }
