@@ -152,6 +152,7 @@ use crate::time::{from_millis, Nanos, MILLISECOND, SECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
 use queue::{Entry, History, Queue};
 use slice::Active;
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 
@@ -353,7 +354,7 @@ fn level_of(prio: IoPrio) -> u8 {
 }
 
 /// Which queue a request belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum QueueKey {
     /// A flow's own queue for its synchronous requests (`cic->cfqq[SYNC]`).
     Sync(FlowId),
@@ -386,7 +387,7 @@ const MERGES_MAX: usize = 4096;
 /// The CFQ policy.
 #[derive(Debug)]
 pub struct Cfq {
-    queues: BTreeMap<QueueKey, Queue>,
+    queues: FxHashMap<QueueKey, Queue>,
     /// Busy queues of each service tree ([`tree_index`]) by `(rb_key, insertion number)`.
     trees: [BTreeMap<(i64, u64), QueueKey>; TREES],
     /// Each service tree's think time (`st->ttime`), for idling on the last sync-noidle queue.
@@ -399,9 +400,8 @@ pub struct Cfq {
     /// Busy sync queues (`busy_sync_queues`).
     busy_sync_queues: usize,
     tree_inserts: u64,
-    history: BTreeMap<QueueKey, History>,
+    history: FxHashMap<QueueKey, History>,
     /// `History::stamp` to key, oldest first.
-    history_lru: BTreeMap<u64, QueueKey>,
     history_stamp: u64,
     /// Queue merging of close cooperators (2.6.33+, `cfq_setup_merge`): the flows whose sync
     /// requests go to another flow's queue (`cic_set_cfqq`), the merges set up and not yet
@@ -464,7 +464,7 @@ impl Cfq {
     /// A CFQ policy with Linux's defaults.
     pub fn new() -> Self {
         Cfq {
-            queues: BTreeMap::new(),
+            queues: FxHashMap::default(),
             trees: Default::default(),
             tree_ttime: Default::default(),
             serving_class: BE,
@@ -472,8 +472,7 @@ impl Cfq {
             workload_expires: None,
             busy_sync_queues: 0,
             tree_inserts: 0,
-            history: BTreeMap::new(),
-            history_lru: BTreeMap::new(),
+            history: FxHashMap::default(),
             history_stamp: 0,
             flow_queue: BTreeMap::new(),
             merge_pending: BTreeMap::new(),

@@ -206,23 +206,35 @@ impl Cfq {
         self.queues.get_mut(&key).expect("queue is live")
     }
 
-    /// The history of `key`, created if new, marked as just used; evicts the least recently used
-    /// history beyond [`HISTORY_CAP`].
+    /// The history of `key`, created if new, marked as just used. A new one that finds
+    /// [`HISTORY_CAP`] histories kept first forgets the least recently used eighth of them.
     pub(super) fn history_mut(&mut self, key: QueueKey, now: Nanos) -> &mut History {
         self.history_stamp += 1;
         let stamp = self.history_stamp;
+        if self.history.len() >= HISTORY_CAP && !self.history.contains_key(&key) {
+            self.forget_old_histories();
+        }
         let entry = self
             .history
             .entry(key)
             .or_insert_with(|| History::new(key, now));
-        let previous = std::mem::replace(&mut entry.stamp, stamp);
-        self.history_lru.remove(&previous);
-        self.history_lru.insert(stamp, key);
-        if self.history.len() > HISTORY_CAP {
-            let (_, oldest) = self.history_lru.pop_first().expect("table is not empty");
-            self.history.remove(&oldest);
-        }
-        self.history.get_mut(&key).expect("just inserted")
+        entry.stamp = stamp;
+        entry
+    }
+
+    /// Forgets the least recently used eighth of the histories in one pass. The pass costs
+    /// one step per history and comes once per eighth of [`HISTORY_CAP`] new queues, so a
+    /// constant per queue; keeping exact LRU order instead cost a tree update on every use
+    /// (10% of `bench --policy grouped-cfq`).
+    fn forget_old_histories(&mut self) {
+        let keep = HISTORY_CAP - HISTORY_CAP / 8;
+        let Some(drop) = self.history.len().checked_sub(keep).filter(|&n| n > 0) else {
+            return;
+        };
+        let mut stamps: Vec<u64> = self.history.values().map(|h| h.stamp).collect();
+        let (_, &mut newest_dropped, _) = stamps.select_nth_unstable(drop - 1);
+        // Stamps are unique: exactly `drop` histories go.
+        self.history.retain(|_, h| h.stamp > newest_dropped);
     }
 
     /// `cfq_choose_req`: which of two queued requests of `queue` to serve after position `last`.
