@@ -2,7 +2,8 @@
 //!
 //! A request the policy dispatched may carry merged companions; their buffers are separate, so
 //! a merged request becomes a vectored read or write (`IORING_OP_READV`/`WRITEV`) over the
-//! buffers in offset order, and a lone request a plain `IORING_OP_READ`/`WRITE`. A flush is
+//! buffers in offset order, and a lone request a plain `IORING_OP_READ`/`WRITE`, or
+//! `IORING_OP_READ_FIXED`/`WRITE_FIXED` when its buffer is registered with the ring. A flush is
 //! `IORING_OP_FSYNC`. Every read and write carries the request's I/O priority in the SQE's
 //! `ioprio` field, `(class << 13) | level` as the kernel packs it ([`IoPrio::to_raw`]).
 

@@ -1076,65 +1076,63 @@ impl Bfq {
         if let Some(id) = self.queues.find(&key) {
             return id;
         }
-        {
-            if self.queues.len() >= MAX_FLOWS {
-                self.forget_idle_queues();
-            }
-            let parent = self.cgroups.fq_group(&mut self.fq, request.group);
-            let class = request.prio.effective_class();
-            let weight = match class {
-                IoPrioClass::Idle => ioprio_weight(7),
-                _ => ioprio_weight(request.prio.effective_level()),
-            };
-            let leaf = self
-                .fq
-                .add_leaf(parent, weight, class)
-                .expect("bounded by nr_requests and MAX_FLOWS");
-            let budget = self.min_budget().max(self.max_budget() / 4);
-            let id = self.queues.insert(Queue {
-                    key,
-                    leaf,
-                    sort: BTreeMap::new(),
-                    fifo: BTreeMap::new(),
-                    in_flight: 0,
-                    budget,
-                    sync: request.sync,
-                    last_end: request.offset,
-                    seek_history: 0,
-                    group: request.group,
-                    last_completion: 0,
-                    weight,
-                    wr_coeff: 1,
-                    wr_start: 0,
-                    wr_duration: 0,
-                    soft_rt_next_start: request.arrival,
-                    last_idle_bklogged: request.arrival,
-                    service_from_backlogged: 0,
-                    softrt_update: false,
-                    wr_start_at_switch_to_srt: None,
-                    budget_timeout: 0,
-                    ttime_samples: 0,
-                    ttime_total: 0,
-                    ttime_mean: 0,
-                    short_ttime: true,
-                    io_bound: true,
-                    requests_within_timer: 0,
-                    inject_limit: 0,
-                    last_serv_time: 0,
-                    decrease_time: request.arrival,
-                    injected: 0,
-                    in_large_burst: false,
-                });
-            let index = leaf.index() as usize;
-            if self.by_leaf.len() <= index {
-                self.by_leaf.resize(index + 1, None);
-            }
-            self.by_leaf[index] = Some(id);
-            if request.sync {
-                self.handle_burst(id, request.arrival);
-            }
-            id
+        if self.queues.len() >= MAX_FLOWS {
+            self.forget_idle_queues();
         }
+        let parent = self.cgroups.fq_group(&mut self.fq, request.group);
+        let class = request.prio.effective_class();
+        let weight = match class {
+            IoPrioClass::Idle => ioprio_weight(7),
+            _ => ioprio_weight(request.prio.effective_level()),
+        };
+        let leaf = self
+            .fq
+            .add_leaf(parent, weight, class)
+            .expect("bounded by nr_requests and MAX_FLOWS");
+        let budget = self.min_budget().max(self.max_budget() / 4);
+        let id = self.queues.insert(Queue {
+            key,
+            leaf,
+            sort: BTreeMap::new(),
+            fifo: BTreeMap::new(),
+            in_flight: 0,
+            budget,
+            sync: request.sync,
+            last_end: request.offset,
+            seek_history: 0,
+            group: request.group,
+            last_completion: 0,
+            weight,
+            wr_coeff: 1,
+            wr_start: 0,
+            wr_duration: 0,
+            soft_rt_next_start: request.arrival,
+            last_idle_bklogged: request.arrival,
+            service_from_backlogged: 0,
+            softrt_update: false,
+            wr_start_at_switch_to_srt: None,
+            budget_timeout: 0,
+            ttime_samples: 0,
+            ttime_total: 0,
+            ttime_mean: 0,
+            short_ttime: true,
+            io_bound: true,
+            requests_within_timer: 0,
+            inject_limit: 0,
+            last_serv_time: 0,
+            decrease_time: request.arrival,
+            injected: 0,
+            in_large_burst: false,
+        });
+        let index = leaf.index() as usize;
+        if self.by_leaf.len() <= index {
+            self.by_leaf.resize(index + 1, None);
+        }
+        self.by_leaf[index] = Some(id);
+        if request.sync {
+            self.handle_burst(id, request.arrival);
+        }
+        id
     }
 
     /// `bfq_handle_burst`, for a sync queue just created at `now`: queues created less than
