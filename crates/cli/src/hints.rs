@@ -20,6 +20,7 @@ Start here:
   iosched policies          every policy and its tunables
   iosched devices           the device models
   iosched experiment list   the papers' claims, reproduced
+  iosched sweep GRID.toml   every point of a grid of configurations into one table
 
 Every command: iosched help COMMAND. Completions: iosched completions bash. Manual: iosched man.
 ";
@@ -43,6 +44,24 @@ Examples:
   iosched compare examples/isolation.fio --report isolation.html
   iosched compare jobs.fio --policy deadline --policy bfq --policy cfq:slice_idle=0
   iosched compare jobs.fio --sweep IODEPTH=1,4,16,32 --device he8";
+
+/// `iosched sweep --help`'s examples.
+pub const EXAMPLES_SWEEP: &str = "\
+Examples:
+  iosched sweep examples/sweep/deadline.toml --output deadline.csv
+  iosched sweep examples/sweep/deadline.toml --list | head
+  iosched sweep grid.toml --threads 1 --output one.csv --summary one.md
+
+A grid (TOML):
+  policy = \"deadline\"             # at every point unless an axis varies it; device, seed too
+  [workloads]                       # name = fio job file, relative to the grid
+  oltp = \"oltp.fio\"
+  [set]                             # fixed everywhere; also [device_set], [env], [groups]
+  writes_starved = 2
+  [[axis]]                          # axes, outermost first, one key each: policy, device,
+  \"set.read_expire\" = [125, 250]  # seed, workload, set.NAME, device.NAME, env.VAR,
+  [[axis]]                          # group.PATH:FILE
+  seed = [1, 2, 3]";
 
 /// `iosched experiment --help`'s examples.
 pub const EXAMPLES_EXPERIMENT: &str = "\

@@ -14,3 +14,4 @@ pub mod frontier;
 pub mod hints;
 pub mod progress;
 pub mod run;
+pub mod sweep;

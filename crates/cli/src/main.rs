@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches, Subcommand};
-use iosched::{bench, calibrate, catalog, compare, experiment, frontier, hints, run};
+use iosched::{bench, calibrate, catalog, compare, experiment, frontier, hints, run, sweep};
 use std::process::ExitCode;
 
 /// I/O scheduling with quality of service: fio jobs in, fio-compatible results out.
@@ -21,6 +21,10 @@ enum Command {
     /// Run the same jobs under several policies and show them side by side.
     #[command(after_help = hints::EXAMPLES_COMPARE)]
     Compare(compare::CompareArgs),
+    /// Run every point of a grid of configurations (policies, tunables, device parameters,
+    /// job variables, workloads, seeds) into one tidy table and a summary.
+    #[command(after_help = hints::EXAMPLES_SWEEP)]
+    Sweep(sweep::SweepArgs),
     /// List or run the reproducible experiments (one folder per claim).
     #[command(after_help = hints::EXAMPLES_EXPERIMENT)]
     Experiment(experiment::ExperimentArgs),
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
     let outcome: Result<ExitCode> = match subcommand {
         Command::Run(args) => run::run(args),
         Command::Compare(args) => compare::compare(args),
+        Command::Sweep(args) => sweep::sweep(args),
         Command::Experiment(args) => experiment::experiment(args),
         Command::Policies => catalog::policies(),
         Command::Devices(args) => catalog::devices(args),

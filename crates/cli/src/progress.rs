@@ -19,17 +19,23 @@ pub struct Bar {
 }
 
 impl Bar {
-    /// A bar, or nothing when `quiet` or when standard error is not a terminal.
+    /// A bar of runs, or nothing when `quiet` or when standard error is not a terminal.
     pub fn new(quiet: bool) -> Bar {
+        Bar::counting(quiet, "runs")
+    }
+
+    /// A bar counting `unit` (`runs`, `points`), or nothing when `quiet` or when standard
+    /// error is not a terminal.
+    pub fn counting(quiet: bool, unit: &str) -> Bar {
         let shown = !quiet && std::io::stderr().is_terminal();
         Bar {
             bar: shown.then(|| {
                 let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
                 bar.set_style(
-                    ProgressStyle::with_template(
-                        "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs, ETA {eta} {wide_msg}",
-                    )
-                    .expect("a static template"),
+                    ProgressStyle::with_template(&format!(
+                        "{{spinner}} [{{elapsed_precise}}] {{bar:30}} {{pos}}/{{len}} {unit}, ETA {{eta}} {{wide_msg}}"
+                    ))
+                    .expect("a valid template"),
                 );
                 let delayed = bar.clone();
                 std::thread::spawn(move || {

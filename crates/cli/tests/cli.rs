@@ -672,3 +672,92 @@ fn bench_prints_a_table_of_policies_by_jobs() {
     assert!(!refused.status.success());
     assert!(stderr(&refused).contains("--jobs: a number of jobs must be 1 or more"));
 }
+
+// Proves `iosched sweep` as a user meets it: the table to --output and the summary to standard
+// output, the same table from one thread or two, --list, a failed point failing the command
+// after the table is written, and a bad grid refused with its file and line before any run.
+#[test]
+fn sweep_writes_one_table_whatever_the_threads() {
+    let dir = scratch("sweep");
+    write(&dir, "small.fio", SMALL_JOB);
+    let grid = write(
+        &dir,
+        "grid.toml",
+        "job = \"small.fio\"\n[[axis]]\npolicy = [\"noop\", \"deadline\"]\n[[axis]]\nseed = [1, 2, 3]\n",
+    );
+    let one = dir.join("one.csv");
+    let two = dir.join("two.csv");
+    let output = iosched(&[
+        "sweep",
+        &grid,
+        "--threads",
+        "1",
+        "--output",
+        one.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(summary.contains("6 points (0 failed)"), "{summary}");
+    assert!(summary.contains("| deadline | 3 |"), "{summary}");
+    let output = iosched(&[
+        "sweep",
+        &grid,
+        "--threads",
+        "2",
+        "--output",
+        two.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = std::fs::read_to_string(&one).unwrap();
+    assert_eq!(table, std::fs::read_to_string(&two).unwrap());
+    assert!(table.starts_with("point,policy,seed,job,dir,clones,ios,"));
+    // 6 points, each with r (read) and w (write).
+    assert_eq!(table.lines().count(), 1 + 12);
+    assert!(table
+        .lines()
+        .nth(12)
+        .unwrap()
+        .starts_with("5,deadline,3,w,write,1,"));
+
+    let list = iosched(&["sweep", &grid, "--list"]);
+    assert_eq!(
+        String::from_utf8_lossy(&list.stdout),
+        "point\tpolicy\tseed\n0\tnoop\t1\n1\tnoop\t2\n2\tnoop\t3\n3\tdeadline\t1\n4\tdeadline\t2\n5\tdeadline\t3\n"
+    );
+
+    let failing = write(
+        &dir,
+        "failing.toml",
+        "job = \"small.fio\"\n[[axis]]\n\"set.nr_requests\" = [\"64\", \"-1\"]\n",
+    );
+    let out = dir.join("failing.csv");
+    let output = iosched(&["sweep", &failing, "--output", out.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("1 of 2 points failed"),
+        "{}",
+        stderr(&output)
+    );
+    let table = std::fs::read_to_string(&out).unwrap();
+    assert!(table.lines().nth(1).unwrap().starts_with("0,64,r,read,"));
+    assert!(table.contains("nr_requests"), "{table}");
+
+    let bad = write(
+        &dir,
+        "bad.toml",
+        "job = \"small.fio\"\n\n[[axis]]\nspeed = [1]\n",
+    );
+    let never = dir.join("never.csv");
+    let output = iosched(&["sweep", &bad, "--output", never.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("bad.toml:3: unknown axis \"speed\""),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        !never.exists(),
+        "nothing is written for a grid that was refused"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

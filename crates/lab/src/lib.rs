@@ -10,6 +10,8 @@
 //! - [`isolation`]: which policy protected the foreground job, at what cost to the rest;
 //! - [`frontier`]: the real-device study (the kernel's schedulers and iosched's policies,
 //!   each placed on the device's latency curve);
+//! - [`sweep`]: grids of configurations (any setting, policy, device parameter, job variable,
+//!   workload, seed) run point by point into one tidy table;
 //! - [`progress`]: how a study reports its progress (the lab itself prints nothing).
 //!
 //! A study returns an [`iosched_report::study::Study`] (or its own figures); drawing it is
@@ -23,3 +25,4 @@ pub mod isolation;
 pub mod matrix;
 pub mod progress;
 pub mod setup;
+pub mod sweep;
