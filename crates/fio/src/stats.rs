@@ -308,6 +308,10 @@ pub struct TimeSeries {
     bytes: Vec<u64>,
     /// I/Os completed in each chart window.
     ios: Vec<u64>,
+    /// The completion latencies of the I/Os of each chart window: their sum (ns, saturating)
+    /// and their maximum.
+    clat_sum: Vec<u64>,
+    clat_max: Vec<u64>,
 }
 
 /// fio's default averaging window for bandwidth and IOPS statistics (`bw_avg_time`,
@@ -330,12 +334,15 @@ impl TimeSeries {
             shift: 0,
             bytes: Vec::new(),
             ios: Vec::new(),
+            clat_sum: Vec::new(),
+            clat_max: Vec::new(),
         }
     }
 
-    /// Counts an I/O of `bytes` completed `since_start` after measurement began. Completions
-    /// come in time order; one that comes late counts in the window still open.
-    pub fn record(&mut self, since_start: Nanos, bytes: u64) {
+    /// Counts an I/O of `bytes` that took `clat` and completed `since_start` after measurement
+    /// began. Completions come in time order; one that comes late counts in the window still
+    /// open.
+    pub fn record(&mut self, since_start: Nanos, bytes: u64, clat: Nanos) {
         let window = since_start / self.interval;
         match &mut self.open {
             Some((open, open_bytes, open_ios)) if *open >= window => {
@@ -353,11 +360,24 @@ impl TimeSeries {
             slot = (since_start / self.window()) as usize;
         }
         if self.bytes.len() <= slot {
-            self.bytes.resize(slot + 1, 0);
-            self.ios.resize(slot + 1, 0);
+            self.grow(slot + 1);
         }
         self.bytes[slot] += bytes;
         self.ios[slot] += 1;
+        self.clat_sum[slot] = self.clat_sum[slot].saturating_add(clat);
+        self.clat_max[slot] = self.clat_max[slot].max(clat);
+    }
+
+    /// Makes the chart `windows` long.
+    fn grow(&mut self, windows: usize) {
+        for series in [
+            &mut self.bytes,
+            &mut self.ios,
+            &mut self.clat_sum,
+            &mut self.clat_max,
+        ] {
+            series.resize(windows, 0);
+        }
     }
 
     /// Takes the open window's rate samples into the statistics.
@@ -380,13 +400,20 @@ impl TimeSeries {
 
     /// Halves the chart's resolution: each pair of windows becomes one.
     fn coarsen(&mut self) {
-        for series in [&mut self.bytes, &mut self.ios] {
+        let pair_up = |series: &mut Vec<u64>, join: fn(u64, u64) -> u64| {
             let pairs = series.len().div_ceil(2);
             for pair in 0..pairs {
-                series[pair] = series[2 * pair] + series.get(2 * pair + 1).copied().unwrap_or(0);
+                series[pair] = join(
+                    series[2 * pair],
+                    series.get(2 * pair + 1).copied().unwrap_or(0),
+                );
             }
             series.truncate(pairs);
-        }
+        };
+        pair_up(&mut self.bytes, |a, b| a + b);
+        pair_up(&mut self.ios, |a, b| a + b);
+        pair_up(&mut self.clat_sum, u64::saturating_add);
+        pair_up(&mut self.clat_max, u64::max);
         self.shift += 1;
     }
 
@@ -421,6 +448,21 @@ impl TimeSeries {
         self.chart(&self.ios, duration)
     }
 
+    /// The mean and the maximum completion latency (ns) of the I/Os of each of the chart's
+    /// whole windows inside `duration`; `None` for a window without I/O.
+    pub fn latency_samples(&self, duration: Nanos) -> Vec<Option<(f64, u64)>> {
+        let whole = ((duration / self.window()) as usize).min(TIME_SERIES_WINDOWS_MAX);
+        (0..whole)
+            .map(|window| match self.ios.get(window).copied().unwrap_or(0) {
+                0 => None,
+                ios => Some((
+                    self.clat_sum[window] as f64 / ios as f64,
+                    self.clat_max[window],
+                )),
+            })
+            .collect()
+    }
+
     fn chart(&self, counts: &[u64], duration: Nanos) -> Vec<f64> {
         let whole = ((duration / self.window()) as usize).min(TIME_SERIES_WINDOWS_MAX);
         let per_second = 1e9 / self.window() as f64;
@@ -440,12 +482,13 @@ impl TimeSeries {
             other.coarsen();
         }
         if self.bytes.len() < other.bytes.len() {
-            self.bytes.resize(other.bytes.len(), 0);
-            self.ios.resize(other.ios.len(), 0);
+            self.grow(other.bytes.len());
         }
-        for (window, (&bytes, &ios)) in other.bytes.iter().zip(&other.ios).enumerate() {
-            self.bytes[window] += bytes;
-            self.ios[window] += ios;
+        for window in 0..other.bytes.len() {
+            self.bytes[window] += other.bytes[window];
+            self.ios[window] += other.ios[window];
+            self.clat_sum[window] = self.clat_sum[window].saturating_add(other.clat_sum[window]);
+            self.clat_max[window] = self.clat_max[window].max(other.clat_max[window]);
         }
         match (&mut self.open, other.open) {
             (Some(mine), Some(theirs)) if mine.0 == theirs.0 => {
@@ -594,7 +637,7 @@ impl DirStats {
         }
         self.clat.record(clat);
         self.clat_buckets[latency_bucket(clat)] += 1;
-        self.series.record(since_start, bytes);
+        self.series.record(since_start, bytes, clat);
     }
 
     /// Total latency: from creation until completion (the completion latency itself for a
@@ -1009,8 +1052,8 @@ mod series_tests {
         let mut series = TimeSeries::new(DEFAULT_SAMPLE_INTERVAL);
         let windows = 5 * TIME_SERIES_WINDOWS_MAX as u64; // 42 minutes
         for window in 0..windows {
-            series.record(window * DEFAULT_SAMPLE_INTERVAL + 1, 4096);
-            series.record(window * DEFAULT_SAMPLE_INTERVAL + 2, 4096);
+            series.record(window * DEFAULT_SAMPLE_INTERVAL + 1, 4096, 1000);
+            series.record(window * DEFAULT_SAMPLE_INTERVAL + 2, 4096, 3000);
         }
         let runtime = windows * DEFAULT_SAMPLE_INTERVAL;
         assert_eq!(series.window(), 8 * DEFAULT_SAMPLE_INTERVAL);
@@ -1018,6 +1061,14 @@ mod series_tests {
         assert!(chart.len() <= TIME_SERIES_WINDOWS_MAX);
         assert_eq!(chart.len(), (windows / 8) as usize);
         assert!(chart.iter().all(|&iops| iops == 4.0));
+        // Latencies pair up with their windows: each 4 s window holds 1 and 3 us I/Os.
+        let latency = series.latency_samples(runtime);
+        assert_eq!(latency.len(), chart.len());
+        assert!(latency.iter().all(|&l| l == Some((2000.0, 3000))));
+        assert_eq!(
+            series.latency_samples(runtime + 8 * DEFAULT_SAMPLE_INTERVAL)[chart.len()],
+            None
+        );
         let (bandwidth, iops) = series.rate_moments(runtime);
         assert_eq!(iops.count, windows);
         assert_eq!((iops.min, iops.max), (4, 4));
@@ -1034,11 +1085,11 @@ mod series_tests {
     fn merging_aligns_resolutions() {
         let mut long = TimeSeries::new(DEFAULT_SAMPLE_INTERVAL);
         for window in 0..2 * TIME_SERIES_WINDOWS_MAX as u64 {
-            long.record(window * DEFAULT_SAMPLE_INTERVAL, 1024);
+            long.record(window * DEFAULT_SAMPLE_INTERVAL, 1024, 2000);
         }
         let mut short = TimeSeries::new(DEFAULT_SAMPLE_INTERVAL);
-        short.record(0, 1024);
-        short.record(DEFAULT_SAMPLE_INTERVAL, 1024);
+        short.record(0, 1024, 1000);
+        short.record(DEFAULT_SAMPLE_INTERVAL, 1024, 9000);
         short.merge(&long);
         assert_eq!(short.window(), long.window());
         let runtime = 2 * TIME_SERIES_WINDOWS_MAX as u64 * DEFAULT_SAMPLE_INTERVAL;
@@ -1049,6 +1100,12 @@ mod series_tests {
         );
         let (_, iops) = short.rate_moments(runtime);
         assert_eq!(iops.count, 2 * TIME_SERIES_WINDOWS_MAX as u64 + 2);
+        // The first coarse window (1 s) holds the short series' two I/Os (1 and 9 us) and the
+        // long one's first two (2 us each): mean 3.5 us, max 9 us.
+        let latency = short.latency_samples(runtime);
+        assert_eq!(latency.len(), TIME_SERIES_WINDOWS_MAX);
+        assert_eq!(latency[0], Some((3500.0, 9000)));
+        assert_eq!(latency[1], Some((2000.0, 2000)));
     }
 }
 

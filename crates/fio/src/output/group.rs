@@ -452,9 +452,9 @@ mod tests {
     #[test]
     fn samples_skip_idle_and_partial_windows() {
         let mut series = TimeSeries::new(DEFAULT_SAMPLE_INTERVAL);
-        series.record(0, 1024 * 1000);
-        series.record(1_100_000_000, 4096);
-        series.record(1_600_000_000, 4096); // in a window cut short by the runtime
+        series.record(0, 1024 * 1000, 1000);
+        series.record(1_100_000_000, 4096, 1000);
+        series.record(1_600_000_000, 4096, 1000); // in a window cut short by the runtime
         let runtime = 1_700_000_000;
         let (bandwidth, iops) = series.rate_moments(runtime);
         assert_eq!(
