@@ -46,22 +46,22 @@ Examples:
   iosched compare jobs.fio --sweep IODEPTH=1,4,16,32 --device he8";
 
 /// `iosched sweep --help`'s examples.
-pub const EXAMPLES_SWEEP: &str = "\
-Examples:
+pub const EXAMPLES_SWEEP: &str = r#"Examples:
   iosched sweep examples/sweep/deadline.toml --output deadline.csv
   iosched sweep examples/sweep/deadline.toml --list | head
   iosched sweep grid.toml --threads 1 --output one.csv --summary one.md
+  iosched sweep grid.toml --engine ray --output table.csv   # after pip install . (README, Python)
 
 A grid (TOML):
-  policy = \"deadline\"             # at every point unless an axis varies it; device, seed too
+  policy = "deadline"               # at every point unless an axis varies it; device, seed too
   [workloads]                       # name = fio job file, relative to the grid
-  oltp = \"oltp.fio\"
+  oltp = "oltp.fio"
   [set]                             # fixed everywhere; also [device_set], [env], [groups]
   writes_starved = 2
   [[axis]]                          # axes, outermost first, one key each: policy, device,
-  \"set.read_expire\" = [125, 250]  # seed, workload, set.NAME, device.NAME, env.VAR,
+  "set.read_expire" = [125, 250]    # seed, workload, set.NAME, device.NAME, env.VAR,
   [[axis]]                          # group.PATH:FILE
-  seed = [1, 2, 3]";
+  seed = [1, 2, 3]"#;
 
 /// `iosched experiment --help`'s examples.
 pub const EXAMPLES_EXPERIMENT: &str = "\

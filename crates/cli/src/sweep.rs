@@ -28,12 +28,87 @@ pub struct SweepArgs {
     /// Points run at once (each one simulation on one core). Default: every core.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Where the points run: here on every core (local), or as tasks on a Ray cluster through
+    /// the Python package (`python3 -m iosched sweep`; `pip install .` first, see the README's
+    /// Python section; IOSCHED_PYTHON names another interpreter). The table is the same.
+    #[arg(long, value_enum, default_value_t = Engine::Local)]
+    pub engine: Engine,
+    /// With --engine ray: the cluster to join (`ray://head:10001`); default: start a local one.
+    #[arg(long, value_name = "ADDRESS")]
+    pub address: Option<String>,
+    /// With --engine ray: how often a task that fails (a worker lost) is retried before its
+    /// point is reported as failed.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub retries: u32,
     /// Print the points (their index and values) and run nothing.
     #[arg(long)]
     pub list: bool,
     /// No progress bar on standard error.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `sweep --engine`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// In this process, on every core (or --threads).
+    Local,
+    /// On a Ray cluster, through the Python package.
+    Ray,
+}
+
+/// Runs the sweep on Ray through the Python package (`python3 -m iosched sweep`), which writes
+/// the same table and summary; returns its exit status.
+fn on_ray(args: &SweepArgs) -> Result<ExitCode> {
+    if args.threads.is_some() {
+        anyhow::bail!("--threads is for the local engine; Ray runs as many tasks as it has CPUs");
+    }
+    let python = std::env::var("IOSCHED_PYTHON").unwrap_or_else(|_| "python3".into());
+    let probe = std::process::Command::new(&python)
+        .args(["-c", "import iosched, ray"])
+        .output();
+    match probe {
+        Ok(output) if output.status.success() => {}
+        Ok(output) => anyhow::bail!(
+            "--engine ray runs the points through the Python package and Ray, which {python} \
+             cannot import ({}): pip install . from the checkout and pip install ray (README, \
+             Python), or set IOSCHED_PYTHON to an interpreter that has them",
+            String::from_utf8_lossy(&output.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim()
+        ),
+        Err(error) => anyhow::bail!(
+            "--engine ray runs the points through the Python package, but {python} cannot be \
+             started ({error}); set IOSCHED_PYTHON to a Python interpreter"
+        ),
+    }
+    let mut command = std::process::Command::new(&python);
+    command
+        .args(["-m", "iosched", "sweep"])
+        .arg(&args.grid)
+        .args(["--engine", "ray", "--retries", &args.retries.to_string()]);
+    if let Some(address) = &args.address {
+        command.args(["--address", address]);
+    }
+    if let Some(output) = &args.output {
+        command.arg("--output").arg(output);
+    }
+    if let Some(summary) = &args.summary {
+        command.arg("--summary").arg(summary);
+    }
+    if args.quiet {
+        command.arg("--quiet");
+    }
+    let status = command
+        .status()
+        .with_context(|| format!("cannot run {python} -m iosched sweep"))?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Writes `text` into `file` and puts it in place.
@@ -57,6 +132,13 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
             println!("{}\t{}", point.index, point.values.join("\t"));
         }
         return Ok(ExitCode::SUCCESS);
+    }
+    if args.engine == Engine::Ray {
+        // The grid was read above: a bad one is refused here, with its line, before Ray starts.
+        return on_ray(&args);
+    }
+    if args.address.is_some() {
+        anyhow::bail!("--address is for --engine ray");
     }
     let threads = match args.threads {
         Some(0) => anyhow::bail!("--threads 0: at least one thread runs the points"),

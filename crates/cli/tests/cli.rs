@@ -761,3 +761,58 @@ fn sweep_writes_one_table_whatever_the_threads() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// Proves `iosched sweep --engine ray` says what it needs when the Python package cannot be
+// run, after checking the grid, and that the local engine's options are refused with it.
+#[test]
+fn sweep_on_ray_says_what_it_needs() {
+    let dir = scratch("sweep-ray");
+    write(&dir, "small.fio", SMALL_JOB);
+    let grid = write(
+        &dir,
+        "grid.toml",
+        "job = \"small.fio\"\n[[axis]]\nseed = [1, 2]\n",
+    );
+    let with_python = |python: &str, extra: &[&str]| {
+        let mut args = vec!["sweep", grid.as_str(), "--engine", "ray"];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_iosched"))
+            .args(&args)
+            .env("IOSCHED_PYTHON", python)
+            .output()
+            .unwrap()
+    };
+    let missing = with_python("/nonexistent/python3", &[]);
+    assert!(!missing.status.success());
+    assert!(
+        stderr(&missing).contains("cannot be started"),
+        "{}",
+        stderr(&missing)
+    );
+    let refusing = with_python("/bin/false", &[]);
+    assert!(
+        stderr(&refusing).contains("pip install ."),
+        "{}",
+        stderr(&refusing)
+    );
+    let threads = with_python("/bin/false", &["--threads", "2"]);
+    assert!(stderr(&threads).contains("--threads is for the local engine"));
+    let address = iosched(&["sweep", &grid, "--address", "ray://x:1"]);
+    assert!(stderr(&address).contains("--address is for --engine ray"));
+    let bad = write(
+        &dir,
+        "bad.toml",
+        "job = \"small.fio\"\n[[axis]]\nspeed = [1]\n",
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_iosched"))
+        .args(["sweep", &bad, "--engine", "ray"])
+        .env("IOSCHED_PYTHON", "/nonexistent/python3")
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&output).contains("bad.toml:2: unknown axis"),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -50,6 +50,7 @@ use anyhow::{bail, Context, Result};
 use iosched_fio::{parse, JobFile, RunReport};
 use iosched_report::figures::{self, JobFigures};
 use iosched_sim::SimConfig;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -62,7 +63,7 @@ use std::time::Duration;
 pub const POINTS_MAX: usize = 1_000_000;
 
 /// What an axis (or a fixed setting) varies.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Knob {
     /// The policy: a name, or `POLICY:NAME=VALUE,...`.
     Policy,
@@ -124,7 +125,7 @@ impl Knob {
 }
 
 /// One axis: what it varies, its column name (the key as written) and its values.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Axis {
     /// The key as written in the grid; the table's column.
     pub name: String,
@@ -135,7 +136,7 @@ pub struct Axis {
 }
 
 /// A parsed grid. See the [module documentation](self).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Grid {
     /// Its title (the file name when it gives none).
     pub title: String,
@@ -155,7 +156,7 @@ pub struct Grid {
 }
 
 /// One point of a grid: its index and its value on each axis.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Point {
     /// Its place in the grid's order, from 0.
     pub index: usize,
@@ -164,7 +165,7 @@ pub struct Point {
 }
 
 /// A point and what running it gave.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PointResult {
     /// The point.
     pub point: Point,
@@ -174,7 +175,7 @@ pub struct PointResult {
 
 /// What a sweep keeps of a point's run: its rows and its totals, not the whole report (a
 /// report's latency histograms are tens of kilobytes; a grid has up to [`POINTS_MAX`] points).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Figures {
     /// One row per job name and direction with I/O, each [`FIGURE_COLUMNS`] long.
     pub rows: Vec<(String, String, Vec<Cell>)>,
@@ -668,7 +669,7 @@ pub fn columns(grid: &Grid) -> Vec<String> {
 }
 
 /// One cell of the table: a number, text, or nothing (no samples, or a failed point).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Cell {
     /// An integer.
     Int(u64),
