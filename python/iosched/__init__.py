@@ -338,10 +338,28 @@ class Grid:
         import pandas as pd
 
         names = [name for name, _ in self.axes()]
-        return pd.DataFrame(
-            [[index, *self._native.point(index)] for index in range(len(self))],
-            columns=["point", *names],
+        return self._typed(
+            pd.DataFrame(
+                [[index, *self._native.point(index)] for index in range(len(self))],
+                columns=["point", *names],
+            )
         )
+
+    def _typed(self, frame):
+        """The axis columns whose every value is a number, as numbers (the grid writes them as
+        text, as sysfs takes them)."""
+        import pandas as pd
+
+        for name, values in self.axes():
+            try:
+                numbers = [float(value) for value in values]
+            except ValueError:
+                continue
+            whole = all(number.is_integer() for number in numbers) and all(
+                "." not in value and "e" not in value.lower() for value in values
+            )
+            frame[name] = pd.to_numeric(frame[name]).astype("Int64" if whole else "float64")
+        return frame
 
 
 class Sweep:
@@ -366,8 +384,7 @@ class Sweep:
         rows = []
         for result in self._results:
             rows.extend(self.grid._native.rows(result))
-        frame = pd.DataFrame(rows, columns=self.grid.columns())
-        return frame
+        return self.grid._typed(pd.DataFrame(rows, columns=self.grid.columns()))
 
     @property
     def failed(self) -> List[int]:
