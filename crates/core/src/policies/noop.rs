@@ -10,7 +10,8 @@ use crate::policy::{Dispatch, Policy};
 use crate::request::{merge_back, merge_front, mergeable, MergeLimits, Request};
 use crate::time::Nanos;
 use crate::tunable::TunableSpec;
-use std::collections::{BTreeSet, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 /// noop has no tunables of its own; the queue's `nr_requests`, `max_sectors_kb` and `nomerges`
 /// apply.
@@ -27,19 +28,82 @@ pub const POLICIES: &[PolicyInfo] = &[
     },
 ];
 
+/// The positions of the queued requests that start (or end) at one byte: nearly always one.
+#[derive(Debug)]
+enum Positions {
+    One(u64),
+    Many(Vec<u64>),
+}
+
+/// Queued requests by first byte or by end, hashed (the kernel's elevator hash `elv_rqhash`
+/// finds back merges so): a merge partner is looked up, not searched for.
+#[derive(Debug, Default)]
+struct Index(FxHashMap<u64, Positions>);
+
+impl Index {
+    fn insert(&mut self, at: u64, position: u64) {
+        match self.0.get_mut(&at) {
+            None => {
+                self.0.insert(at, Positions::One(position));
+            }
+            Some(slot) => match slot {
+                Positions::One(first) => *slot = Positions::Many(vec![*first, position]),
+                Positions::Many(all) => all.push(position),
+            },
+        }
+    }
+
+    fn remove(&mut self, at: u64, position: u64) {
+        let slot = self.0.get_mut(&at).expect("an indexed request");
+        match slot {
+            Positions::One(only) => {
+                debug_assert_eq!(*only, position);
+                self.0.remove(&at);
+            }
+            Positions::Many(all) => {
+                let index = all
+                    .iter()
+                    .position(|&p| p == position)
+                    .expect("an indexed request");
+                all.swap_remove(index);
+                if let [only] = all[..] {
+                    *slot = Positions::One(only);
+                }
+            }
+        }
+    }
+
+    /// The positions of the requests indexed at `at`, in no particular order.
+    fn at(&self, at: u64) -> &[u64] {
+        match self.0.get(&at) {
+            None => &[],
+            Some(Positions::One(position)) => std::slice::from_ref(position),
+            Some(Positions::Many(all)) => all,
+        }
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// The noop policy.
 ///
 /// The queue is kept in arrival order, each request with its position (a requeued request
 /// takes one before everything), and every queued request is also indexed by its first byte
-/// and by its end, so that a merge partner is found by looking up the new request's ends
-/// rather than by a pass over the queue (the kernel finds back merges so, in its elevator hash
-/// `elv_rqhash`): with 4096 jobs and `nr_requests=8192`, the pass made the simulation 2.5x
-/// slower.
+/// and by its end ([`Index`]), so that a merge partner is found by looking up the new
+/// request's ends rather than by a pass over the queue: with 4096 jobs and
+/// `nr_requests=8192`, the pass made the simulation 2.5x slower.
 #[derive(Debug)]
 pub struct Noop {
     fifo: VecDeque<(u64, Request)>,
-    starts: BTreeSet<(u64, u64)>,
-    ends: BTreeSet<(u64, u64)>,
+    starts: Index,
+    ends: Index,
     /// The position the next inserted request takes, and the one a requeued request takes.
     back: u64,
     front: u64,
@@ -56,21 +120,21 @@ impl Noop {
     pub fn new() -> Self {
         Noop {
             fifo: VecDeque::new(),
-            starts: BTreeSet::new(),
-            ends: BTreeSet::new(),
+            starts: Index::default(),
+            ends: Index::default(),
             back: u64::MAX / 2,
             front: u64::MAX / 2 - 1,
         }
     }
 
     fn index(&mut self, position: u64, request: &Request) {
-        self.starts.insert((request.offset, position));
-        self.ends.insert((request.end(), position));
+        self.starts.insert(request.offset, position);
+        self.ends.insert(request.end(), position);
     }
 
     fn unindex(&mut self, position: u64, request: &Request) {
-        self.starts.remove(&(request.offset, position));
-        self.ends.remove(&(request.end(), position));
+        self.starts.remove(request.offset, position);
+        self.ends.remove(request.end(), position);
     }
 
     /// Where the request at `position` is in the queue (positions rise along it).
@@ -84,18 +148,13 @@ impl Noop {
         &self.fifo[self.slot(position)].1
     }
 
-    /// Positions of the queued requests whose first byte (`starts`) or end (`ends`) is `at`.
-    fn at(index: &BTreeSet<(u64, u64)>, at: u64) -> impl DoubleEndedIterator<Item = u64> + '_ {
-        index.range((at, 0)..=(at, u64::MAX)).map(|&(_, position)| position)
-    }
-
     /// Merges `other` into the request at `position`: behind it if it continues it, else in
     /// front, keeping the indexes true.
     fn absorb(&mut self, position: u64, other: Request) {
         let slot = self.slot(position);
         let (start, end) = (self.fifo[slot].1.offset, self.fifo[slot].1.end());
-        self.starts.remove(&(start, position));
-        self.ends.remove(&(end, position));
+        self.starts.remove(start, position);
+        self.ends.remove(end, position);
         let queued = &mut self.fifo[slot].1;
         if queued.end() == other.offset {
             merge_back(queued, other);
@@ -103,8 +162,8 @@ impl Noop {
             merge_front(queued, other);
         }
         let (start, end) = (queued.offset, queued.end());
-        self.starts.insert((start, position));
-        self.ends.insert((end, position));
+        self.starts.insert(start, position);
+        self.ends.insert(end, position);
     }
 
     /// After the request at `position` grew, folds the earliest-queued neighbour that now
@@ -113,8 +172,12 @@ impl Noop {
     fn merge_neighbours(&mut self, position: u64, limits: MergeLimits) {
         let grown = self.at_position(position);
         let (start, end) = (grown.offset, grown.end());
-        let neighbour = Self::at(&self.starts, end)
-            .chain(Self::at(&self.ends, start))
+        let neighbour = self
+            .starts
+            .at(end)
+            .iter()
+            .chain(self.ends.at(start))
+            .copied()
             .filter(|&other| {
                 other != position && mergeable(grown, self.at_position(other), limits)
             })
@@ -143,10 +206,13 @@ impl Policy for Noop {
     ) -> Result<(), Request> {
         // The newest partner: a streaming writer's next request continues the one it just
         // queued.
-        let newest = |index: &BTreeSet<(u64, u64)>, at: u64| {
-            Self::at(index, at)
-                .rev()
-                .find(|&position| mergeable(self.at_position(position), &request, limits))
+        let newest = |index: &Index, at: u64| {
+            index
+                .at(at)
+                .iter()
+                .copied()
+                .filter(|&position| mergeable(self.at_position(position), &request, limits))
+                .max()
         };
         let target = newest(&self.ends, request.offset).max(newest(&self.starts, request.end()));
         let Some(position) = target else {
