@@ -559,6 +559,9 @@ pub struct Waiters {
 /// A flow's waiters of one direction.
 type Lane = (FlowId, u8);
 
+/// Empty lanes kept for reuse, at most.
+const LANES_KEPT: usize = 4096;
+
 fn lane_of(request: &Request) -> Lane {
     (request.flow, direction_index(request.direction()) as u8)
 }
@@ -659,6 +662,7 @@ impl Waiters {
             };
             after[d] = Some(key);
             let lane = (key.1, d as u8);
+            let keep_empty = self.lanes.len() <= LANES_KEPT;
             let queue = self
                 .lanes
                 .get_mut(&lane)
@@ -680,9 +684,14 @@ impl Waiters {
                         Some(&(arrival, _)) => {
                             self.heads[d].insert((arrival, lane.0));
                         }
-                        None => {
+                        // An emptied lane is kept, its memory for the flow's next waiter
+                        // (with many flows each waiting one request at a time, a lane came and
+                        // went with every request), unless LANES_KEPT lanes exist already:
+                        // the map holds at most that many plus the lanes with waiters.
+                        None if !keep_empty => {
                             self.lanes.remove(&lane);
                         }
+                        None => {}
                     }
                     admitted(id, direction, how)
                 }
