@@ -318,6 +318,12 @@ class Grid:
         """Reads a grid file (TOML); its workloads are read now, relative to its folder."""
         return cls(_native.Grid.read(str(path)))
 
+    @classmethod
+    def parse(cls, text: str, *, base_dir: PathLike = ".", origin: str = "<grid>") -> "Grid":
+        """A grid written in the notebook (TOML text); its workloads are read now, relative to
+        ``base_dir``. Errors name ``origin`` and the line."""
+        return cls(_native.Grid.parse(text, origin, str(base_dir)))
+
     @property
     def title(self) -> str:
         return self._native.title

@@ -152,6 +152,20 @@ def test_sweep_on_ray_gives_the_same_table(local_ray, tmp_path):
     assert iosched.sweep(failing, engine="ray", progress=False).failed == [1]
 
 
+def test_a_grid_written_in_the_notebook(tmp_path):
+    (tmp_path / "small.fio").write_text(SMALL_JOB.replace("${BS}", "4k"))
+    text = 'job = "small.fio"\n[[axis]]\npolicy = ["noop", "deadline"]\n'
+    grid = iosched.Grid.parse(text, base_dir=tmp_path)
+    assert len(grid) == 2 and grid.title == "<grid>"
+    done = iosched.sweep(grid, progress=False)
+    assert list(done.table["policy"]) == ["noop", "deadline"]
+    on_file = tmp_path / "grid.toml"
+    on_file.write_text(text)
+    assert done.csv() == iosched.sweep(on_file, progress=False).csv()
+    with pytest.raises(iosched.IoschedError, match=r"<grid>:2: unknown axis"):
+        iosched.Grid.parse('job = "small.fio"\n[[axis]]\nspeed = [1]\n', base_dir=tmp_path)
+
+
 def test_a_grid_travels_with_its_workloads(tmp_path):
     grid = iosched.Grid.read(grid_file(tmp_path, "[[axis]]\nseed = [1, 2]\n"))
     text = grid._native.to_json()

@@ -285,6 +285,15 @@ impl Grid {
             .map_err(fail)
     }
 
+    /// A grid from its TOML text, named `origin` in messages; its workloads are read now,
+    /// relative to `base_dir`.
+    #[staticmethod]
+    fn parse(text: &str, origin: &str, base_dir: &str) -> PyResult<Grid> {
+        sweep::Grid::parse(text, origin, Path::new(base_dir))
+            .map(|grid| Grid { grid })
+            .map_err(fail)
+    }
+
     /// A grid from its JSON form ([`Grid::to_json`]): the workloads' text travels inside it,
     /// so a worker on another machine needs no files.
     #[staticmethod]
