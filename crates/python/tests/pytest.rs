@@ -3,7 +3,9 @@
 //! Builds the package's wheel and installs it into a virtual environment of its own under
 //! `target/python-tests/` (created on the first run, with maturin, pytest, pandas, pyarrow,
 //! tqdm and ray from PyPI; later runs only rebuild what changed), then runs pytest from the
-//! repository's root. Nothing is written outside `target/`. The
+//! repository's root. Nothing of ours is written outside `target/` (no module into the
+//! checkout, no pytest cache, no bytecode); the local Ray the tests start keeps its session
+//! files where Ray always does (`/tmp/ray`, `~/.ray`). The
 //! native module builds in its own target folder there, as the outer `cargo test` holds the
 //! lock of the usual one. Needs python3 with venv and pip (on every machine CI uses), and
 //! PyPI the first time. `IOSCHED_SKIP_PYTHON=1` skips it, saying so.
