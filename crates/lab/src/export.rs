@@ -123,7 +123,7 @@ pub fn study_csv(study: &Study) -> String {
 }
 
 /// A CSV field: quoted when it holds a comma, a quote or a line break, quotes doubled.
-fn field(text: &str) -> String {
+pub(crate) fn field(text: &str) -> String {
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {

@@ -688,7 +688,7 @@ impl Cell {
         match self {
             Cell::Int(n) => n.to_string(),
             Cell::Float(x) => format!("{x:.3}"),
-            Cell::Text(text) => csv_field(text),
+            Cell::Text(text) => crate::export::field(text),
             Cell::Bool(flag) => flag.to_string(),
             Cell::Empty => String::new(),
         }
@@ -769,20 +769,11 @@ fn figure_cells(f: &JobFigures) -> Vec<Cell> {
     ]
 }
 
-/// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break.
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
-
 /// The whole table as CSV: the header, then every point's rows in point order.
 pub fn csv(grid: &Grid, results: &[PointResult]) -> String {
     let mut out = columns(grid)
         .iter()
-        .map(|c| csv_field(c))
+        .map(|c| crate::export::field(c))
         .collect::<Vec<_>>()
         .join(",");
     out.push('\n');

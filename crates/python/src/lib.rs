@@ -33,52 +33,10 @@ fn text(value: &Value) -> String {
     serde_json::to_string(value).expect("JSON values render")
 }
 
-/// Everything a run takes, as the command line gives it.
-struct RunSpec {
-    job_text: String,
-    origin: String,
-    base_dir: String,
-    policy: String,
-    device: String,
-    seed: u64,
-    settings: Vec<(String, String)>,
-    device_settings: Vec<(String, String)>,
-    groups: Vec<String>,
-    env: HashMap<String, String>,
-}
-
 /// A run's fio JSON and, per job and direction with I/O, its bandwidth, IOPS and completion
 /// latency (mean and maximum) per window.
-fn run_json(spec: &RunSpec) -> Result<Value> {
-    // Variables the caller gave, then the process environment, as `iosched run` reads them.
-    let lookup = |name: &str| {
-        spec.env
-            .get(name)
-            .cloned()
-            .or_else(|| std::env::var(name).ok())
-    };
-    let file = parse::parse_str(
-        &spec.job_text,
-        &spec.origin,
-        Path::new(&spec.base_dir),
-        &lookup,
-    )
-    .map_err(anyhow::Error::msg)?;
-    let group_settings = spec
-        .groups
-        .iter()
-        .map(|text| parse_group_flag(text).map_err(anyhow::Error::msg))
-        .collect::<Result<Vec<_>>>()?;
-    let config = SimConfig {
-        seed: spec.seed,
-        policy: spec.policy.clone(),
-        policy_settings: spec.settings.clone(),
-        device: spec.device.clone(),
-        device_settings: spec.device_settings.clone(),
-        group_settings,
-        ..SimConfig::default()
-    };
-    let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
+fn run_json(config: &SimConfig, file: &iosched_fio::JobFile) -> Result<Value> {
+    let report = iosched_sim::run(config, file).map_err(anyhow::Error::msg)?;
     let mut series = Vec::new();
     for (index, job) in report.jobs.iter().enumerate() {
         for dir in DataDir::ALL {
@@ -100,7 +58,7 @@ fn run_json(spec: &RunSpec) -> Result<Value> {
         }
     }
     Ok(json!({
-        "seed": spec.seed,
+        "seed": config.seed,
         "fio": iosched_fio::output::json(&report),
         "series": series,
     }))
@@ -123,21 +81,27 @@ fn run(
     groups: Vec<String>,
     env: HashMap<String, String>,
 ) -> PyResult<String> {
-    let spec = RunSpec {
-        job_text,
-        origin,
-        base_dir,
-        policy,
-        device,
-        seed,
-        settings,
-        device_settings,
-        groups,
-        env,
-    };
-    py.allow_threads(|| run_json(&spec))
-        .map(|value| text(&value))
-        .map_err(fail)
+    py.allow_threads(|| -> Result<String> {
+        // Variables the caller gave, then the process environment, as `iosched run` reads them.
+        let lookup = |name: &str| env.get(name).cloned().or_else(|| std::env::var(name).ok());
+        let file = parse::parse_str(&job_text, &origin, Path::new(&base_dir), &lookup)
+            .map_err(anyhow::Error::msg)?;
+        let group_settings = groups
+            .iter()
+            .map(|text| parse_group_flag(text).map_err(anyhow::Error::msg))
+            .collect::<Result<Vec<_>>>()?;
+        let config = SimConfig {
+            seed,
+            policy,
+            policy_settings: settings,
+            device,
+            device_settings,
+            group_settings,
+            ..SimConfig::default()
+        };
+        run_json(&config, &file).map(|value| text(&value))
+    })
+    .map_err(fail)
 }
 
 fn tunable(spec: &TunableSpec) -> Value {
