@@ -1186,6 +1186,7 @@ fn target(ios: &IdMap<Io>, jobs: &[UringJob], id: RequestId) -> Target {
         offset: io.issued.offset,
         len: io.issued.bytes,
         sync_range: io.sync_range,
+        short_ok: false,
     }
 }
 

@@ -39,5 +39,6 @@ pub use buffer::AlignedBuf;
 pub use engine::{run, run_with_policy, Outcome, UringConfig, DEFAULT_DEVICE_DEPTH};
 pub use error::{JobError, UringError};
 pub use scheduler::{
-    Client, Completion, IoRequest, Scheduler, SchedulerConfig, SchedulerStats, SubmitError, Ticket,
+    Client, Completion, IoRequest, SchedFile, Scheduler, SchedulerConfig, SchedulerStats,
+    SubmitError, Ticket, FILES_MAX, FILE_SPAN,
 };

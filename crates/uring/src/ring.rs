@@ -56,6 +56,9 @@ pub(crate) struct Target {
     /// For a flush: sync_file_range(2) of `[offset, offset + len)` with these flags instead
     /// of an fsync.
     pub sync_range: Option<u32>,
+    /// A read that ends at a short transfer, as read(2) may (the end of the file), instead of
+    /// asking for the rest.
+    pub short_ok: bool,
 }
 
 /// Why a command failed.
@@ -121,6 +124,8 @@ struct Command {
     short: bool,
     /// A flush that is a sync_file_range of `offset`, `remaining` bytes: its flags.
     sync_range: Option<u32>,
+    /// A short read ends the command ([`Target::short_ok`] of every request in it).
+    short_ok: bool,
 }
 
 /// The ring, the elevator and the requests between them.
@@ -298,6 +303,7 @@ impl Core {
                 ioprio,
                 short: false,
                 sync_range: target.sync_range,
+                short_ok: false,
             }
         } else if request.merged.is_empty() {
             // The common case, one original request: no list of targets to sort.
@@ -317,6 +323,7 @@ impl Core {
                 ioprio,
                 short: false,
                 sync_range: None,
+                short_ok: target.short_ok,
                 request,
             }
         } else {
@@ -355,6 +362,7 @@ impl Core {
                 ioprio,
                 short: false,
                 sync_range: None,
+                short_ok: targets.iter().all(|target| target.short_ok),
                 request,
             }
         };
@@ -532,8 +540,9 @@ impl Core {
                 Some((Failure::Errno(-result), command.offset))
             } else if command.request.op == Op::Flush || result as u64 >= command.remaining {
                 None
-            } else if result == 0 {
-                Some((Failure::EndOfFile, command.offset))
+            } else if result == 0 || command.short_ok {
+                // The file ends at the first byte not read.
+                Some((Failure::EndOfFile, command.offset + result as u64))
             } else {
                 // A short transfer: send the rest, as fio does.
                 advance(&mut command.iovecs, result as usize);

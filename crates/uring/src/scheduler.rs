@@ -34,8 +34,10 @@
 use crate::buffer::AlignedBuf;
 use crate::files::open_for_scheduler;
 use crate::ids::IdMap;
-use crate::ring::{Core, Finished, Target};
+use crate::ring::{Core, Failure, Finished, Target};
 use crate::UringError;
+use iosched_core::group::GroupSetting;
+use iosched_core::stage::Stage;
 use iosched_core::{
     elevator::default_nr_requests, policies, Elevator, ElevatorStats, FlowId, Groups, IoPrio,
     Nanos, Op, Policy, Request, RequestId,
@@ -61,6 +63,9 @@ pub struct SchedulerConfig {
     pub device_depth: u32,
     /// Open the file with `O_DIRECT` (offsets and lengths then need whole 512-byte blocks).
     pub direct: bool,
+    /// cgroup io controller settings (`io.weight`, `io.max`, `io.prio.class`) of the groups
+    /// requests name; [`Client::set_groups`] changes them while the scheduler runs.
+    pub group_settings: Vec<GroupSetting>,
 }
 
 impl Default for SchedulerConfig {
@@ -70,6 +75,7 @@ impl Default for SchedulerConfig {
             settings: Vec::new(),
             device_depth: crate::DEFAULT_DEVICE_DEPTH,
             direct: true,
+            group_settings: Vec::new(),
         }
     }
 }
@@ -84,6 +90,9 @@ pub struct IoRequest {
     flow: FlowId,
     group: String,
     prio: IoPrio,
+    file: Option<SchedFile>,
+    tag: u64,
+    to_eof: bool,
 }
 
 impl IoRequest {
@@ -97,6 +106,9 @@ impl IoRequest {
             flow: FlowId(0),
             group: "/".into(),
             prio: IoPrio::NONE,
+            file: None,
+            tag: 0,
+            to_eof: false,
         }
     }
 
@@ -142,6 +154,96 @@ impl IoRequest {
         self.prio = prio;
         self
     }
+
+    /// On `file` (registered with [`Client::register`]) instead of the file the scheduler
+    /// was opened on.
+    pub fn on(mut self, file: &SchedFile) -> Self {
+        self.file = Some(file.clone());
+        self
+    }
+
+    /// A number of the caller's, handed back in the [`Completion`] (to match completions
+    /// collected on one channel with their requests).
+    pub fn tag(mut self, tag: u64) -> Self {
+        self.tag = tag;
+        self
+    }
+
+    /// A read that may end early at the end of the file, as read(2) does: the completion
+    /// succeeds with [`Completion::transferred`] bytes instead of failing with `EIO`.
+    pub fn up_to_eof(mut self) -> Self {
+        self.to_eof = true;
+        self
+    }
+}
+
+/// How far into a file a request may address: each registered file has this much of the
+/// scheduler's address space (its base plus the offset), so a policy sorts and merges the
+/// requests of one file and never joins two files' (16 TiB, ext4's largest file with 4 KiB
+/// blocks).
+pub const FILE_SPAN: u64 = 1 << 44;
+
+/// Most files registered at once (their address ranges fill the 64-bit space).
+pub const FILES_MAX: u32 = 1 << 19;
+
+/// The free address ranges.
+#[derive(Debug, Default)]
+struct Slots {
+    next: u32,
+    free: Vec<u32>,
+}
+
+impl Slots {
+    fn take(&mut self) -> Option<u32> {
+        if let Some(slot) = self.free.pop() {
+            return Some(slot);
+        }
+        (self.next < FILES_MAX).then(|| {
+            self.next += 1;
+            self.next - 1
+        })
+    }
+}
+
+#[derive(Debug)]
+struct FileInner {
+    file: File,
+    direct: bool,
+    slot: u32,
+    slots: Arc<Mutex<Slots>>,
+}
+
+impl Drop for FileInner {
+    fn drop(&mut self) {
+        // Every request on the file holds a handle until it completes, so the range is free
+        // of queued requests when it is handed out again.
+        if let Ok(mut slots) = self.slots.lock() {
+            slots.free.push(self.slot);
+        }
+    }
+}
+
+/// A file or device registered with a [`Scheduler`] ([`Client::register`]): requests name it
+/// with [`IoRequest::on`]. Cheap to clone; the file is closed when the last handle and the
+/// last request on it are gone.
+#[derive(Clone, Debug)]
+pub struct SchedFile(Arc<FileInner>);
+
+impl SchedFile {
+    /// Where the file's offset 0 is in the scheduler's address space.
+    pub fn base(&self) -> u64 {
+        u64::from(self.0.slot) * FILE_SPAN
+    }
+
+    /// Whether the file was opened with `O_DIRECT`.
+    pub fn direct(&self) -> bool {
+        self.0.direct
+    }
+
+    /// The open file.
+    pub fn file(&self) -> &File {
+        &self.0.file
+    }
 }
 
 /// A finished request.
@@ -159,6 +261,11 @@ pub struct Completion {
     pub data: Option<AlignedBuf>,
     /// From submission to completion.
     pub latency: Duration,
+    /// The request's [`IoRequest::tag`].
+    pub tag: u64,
+    /// Bytes moved: the length, or less for an [`IoRequest::up_to_eof`] read that met the
+    /// end of the file.
+    pub transferred: u64,
 }
 
 /// Why a request was not taken.
@@ -177,6 +284,31 @@ pub enum SubmitError {
     Empty,
     /// The group path is not valid.
     BadGroup(String),
+    /// The request names no file: the scheduler was started without one and the request has
+    /// no [`IoRequest::on`].
+    NoFile,
+    /// The request ends beyond [`FILE_SPAN`].
+    TooFar {
+        /// One past its last byte.
+        end: u64,
+    },
+    /// [`FILES_MAX`] files are registered already.
+    TooManyFiles,
+}
+
+impl SubmitError {
+    /// The errno a file system would answer with.
+    pub fn errno(&self) -> i32 {
+        match self {
+            SubmitError::Closed => libc::EIO,
+            SubmitError::Unaligned { .. } | SubmitError::Empty | SubmitError::NoFile => {
+                libc::EINVAL
+            }
+            SubmitError::BadGroup(_) => libc::EINVAL,
+            SubmitError::TooFar { .. } => libc::EFBIG,
+            SubmitError::TooManyFiles => libc::EMFILE,
+        }
+    }
 }
 
 impl fmt::Display for SubmitError {
@@ -189,6 +321,21 @@ impl fmt::Display for SubmitError {
             ),
             SubmitError::Empty => write!(f, "a read or write needs at least one byte"),
             SubmitError::BadGroup(why) => f.write_str(why),
+            SubmitError::NoFile => write!(
+                f,
+                "the request names no file (IoRequest::on) and the scheduler has none"
+            ),
+            SubmitError::TooFar { end } => write!(
+                f,
+                "the request ends at byte {end}, beyond the {} TiB a file may span",
+                FILE_SPAN >> 40
+            ),
+            SubmitError::TooManyFiles => {
+                write!(
+                    f,
+                    "{FILES_MAX} files are registered with the scheduler already"
+                )
+            }
         }
     }
 }
@@ -236,6 +383,10 @@ enum Message {
         reply: Sender<Completion>,
         at: Instant,
     },
+    Groups {
+        settings: Vec<GroupSetting>,
+        reply: Sender<Result<(), String>>,
+    },
     Shutdown,
 }
 
@@ -244,7 +395,8 @@ enum Message {
 pub struct Client {
     sender: Sender<Message>,
     wake: Arc<OwnedFd>,
-    direct: bool,
+    default_file: Option<SchedFile>,
+    slots: Arc<Mutex<Slots>>,
 }
 
 impl Client {
@@ -256,16 +408,32 @@ impl Client {
     }
 
     /// Submits `io`; its completion is sent to `reply` (one channel may collect many).
-    pub fn submit_to(&self, io: IoRequest, reply: &Sender<Completion>) -> Result<(), SubmitError> {
+    pub fn submit_to(
+        &self,
+        mut io: IoRequest,
+        reply: &Sender<Completion>,
+    ) -> Result<(), SubmitError> {
+        if io.file.is_none() {
+            io.file = Some(self.default_file.clone().ok_or(SubmitError::NoFile)?);
+        }
+        let direct = io.file.as_ref().is_some_and(SchedFile::direct);
         if io.op != Op::Flush {
             if io.len == 0 {
                 return Err(SubmitError::Empty);
             }
-            if self.direct && (io.offset % 512 != 0 || io.len % 512 != 0) {
+            if direct && (io.offset % 512 != 0 || io.len % 512 != 0) {
                 return Err(SubmitError::Unaligned {
                     offset: io.offset,
                     len: io.len,
                 });
+            }
+            match io.offset.checked_add(io.len) {
+                Some(end) if end <= FILE_SPAN => {}
+                end => {
+                    return Err(SubmitError::TooFar {
+                        end: end.unwrap_or(u64::MAX),
+                    })
+                }
             }
         }
         Groups::normalize(&io.group).map_err(|e| SubmitError::BadGroup(e.to_string()))?;
@@ -278,6 +446,35 @@ impl Client {
             .map_err(|_| SubmitError::Closed)?;
         self.wake();
         Ok(())
+    }
+
+    /// Registers an open file or device (read and write, `O_DIRECT` if `direct`, as it was
+    /// opened) for requests to name with [`IoRequest::on`].
+    pub fn register(&self, file: File, direct: bool) -> Result<SchedFile, SubmitError> {
+        let slot = self
+            .slots
+            .lock()
+            .map_err(|_| SubmitError::Closed)?
+            .take()
+            .ok_or(SubmitError::TooManyFiles)?;
+        Ok(SchedFile(Arc::new(FileInner {
+            file,
+            direct,
+            slot,
+            slots: self.slots.clone(),
+        })))
+    }
+
+    /// Replaces the groups' io controller settings (as
+    /// [`SchedulerConfig::group_settings`]); the policy and its stage act on them from the
+    /// next request on. Refused settings change nothing and come back as the error.
+    pub fn set_groups(&self, settings: Vec<GroupSetting>) -> Result<(), String> {
+        let (reply, answer) = mpsc::channel();
+        self.sender
+            .send(Message::Groups { settings, reply })
+            .map_err(|_| SubmitError::Closed.to_string())?;
+        self.wake();
+        answer.recv().map_err(|_| SubmitError::Closed.to_string())?
     }
 
     fn wake(&self) {
@@ -303,10 +500,12 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    /// Opens `path` (which must exist) under the policy `config.policy`.
+    /// Opens `path` (which must exist) under the policy `config.policy` (or a stack,
+    /// `STAGE+POLICY`); requests without [`IoRequest::on`] go to it.
     pub fn open(path: impl AsRef<Path>, config: SchedulerConfig) -> Result<Self, UringError> {
-        let policy = policies::build(&config.policy).map_err(|e| UringError::new(e.to_string()))?;
-        Self::with_policy(path, config, policy)
+        let mut scheduler = Self::start(config.clone())?;
+        scheduler.open_default(path.as_ref(), config.direct)?;
+        Ok(scheduler)
     }
 
     /// Opens `path` under `policy` (any [`Policy`]; `config.policy` is not used).
@@ -315,11 +514,50 @@ impl Scheduler {
         config: SchedulerConfig,
         policy: Box<dyn Policy>,
     ) -> Result<Self, UringError> {
-        let (file, size) = open_for_scheduler(path.as_ref(), config.direct)?;
+        let direct = config.direct;
+        let mut scheduler = Self::spawn(config, policy, None)?;
+        scheduler.open_default(path.as_ref(), direct)?;
+        Ok(scheduler)
+    }
+
+    /// Starts the scheduler with no file of its own: requests name theirs
+    /// ([`Client::register`], [`IoRequest::on`]), any number of files under one policy.
+    pub fn start(config: SchedulerConfig) -> Result<Self, UringError> {
+        let stack =
+            policies::Stack::parse(&config.policy).map_err(|e| UringError::new(e.to_string()))?;
+        let policy = (stack.policy.build)();
+        let stage = stack.stage.and_then(iosched_core::stage::build);
+        Self::spawn(config, policy, stage)
+    }
+
+    fn open_default(&mut self, path: &Path, direct: bool) -> Result<(), UringError> {
+        let (file, size) = open_for_scheduler(path, direct)?;
+        let file = self
+            .client
+            .register(file, direct)
+            .map_err(|e| UringError::new(e.to_string()))?;
+        self.client.default_file = Some(file);
+        self.size = size;
+        Ok(())
+    }
+
+    fn spawn(
+        config: SchedulerConfig,
+        policy: Box<dyn Policy>,
+        stage: Option<Box<dyn Stage>>,
+    ) -> Result<Self, UringError> {
         let depth = config.device_depth.max(1);
         let mut elevator = Elevator::new(policy, default_nr_requests(depth));
+        if let Some(stage) = stage {
+            elevator = elevator.with_stage(stage);
+        }
         policies::apply_settings(&mut elevator, &config.settings)
             .map_err(|e| UringError::new(e.to_string()))?;
+        let mut groups = Groups::new();
+        groups
+            .apply(&config.group_settings)
+            .map_err(UringError::new)?;
+        elevator.set_groups(&groups);
         // SAFETY: eventfd has no memory preconditions; the result is checked.
         let raw = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if raw < 0 {
@@ -352,13 +590,11 @@ impl Scheduler {
                     };
                     EngineThread {
                         core,
-                        file,
-                        direct: config.direct,
                         receiver,
                         wake,
                         stats,
                         pending: IdMap::default(),
-                        groups: Groups::new(),
+                        groups,
                         next_id: 0,
                     }
                     .run()
@@ -374,11 +610,12 @@ impl Scheduler {
             client: Client {
                 sender,
                 wake,
-                direct: config.direct,
+                default_file: None,
+                slots: Arc::default(),
             },
             stats,
             thread: Some(thread),
-            size,
+            size: 0,
         })
     }
 
@@ -392,7 +629,12 @@ impl Scheduler {
         self.client.submit(io)
     }
 
-    /// Size of the file or device in bytes, when it was opened.
+    /// Registers a file (see [`Client::register`]).
+    pub fn register(&self, file: File, direct: bool) -> Result<SchedFile, SubmitError> {
+        self.client.register(file, direct)
+    }
+
+    /// Size of the file or device in bytes, when it was opened (0 for [`Scheduler::start`]).
     pub fn size(&self) -> u64 {
         self.size
     }
@@ -437,12 +679,13 @@ struct Pending {
     data: Option<AlignedBuf>,
     reply: Sender<Completion>,
     at: Instant,
+    file: SchedFile,
+    tag: u64,
+    to_eof: bool,
 }
 
 struct EngineThread {
     core: Core,
-    file: File,
-    direct: bool,
     receiver: Receiver<Message>,
     wake: Arc<OwnedFd>,
     stats: Arc<Mutex<SchedulerStats>>,
@@ -463,6 +706,9 @@ impl EngineThread {
             loop {
                 match self.receiver.try_recv() {
                     Ok(Message::Submit { io, reply, at }) => self.accept(io, reply, at, now),
+                    Ok(Message::Groups { settings, reply }) => {
+                        let _ = reply.send(self.set_groups(&settings));
+                    }
                     Ok(Message::Shutdown) | Err(TryRecvError::Disconnected) => {
                         shutting_down = true;
                         break;
@@ -472,9 +718,8 @@ impl EngineThread {
             }
             self.core.admit_blocked(now, &mut admitted);
             admitted.clear();
-            let (pending, fd, direct) = (&self.pending, self.file.as_raw_fd(), self.direct);
-            self.core
-                .dispatch(now, |id| target(pending, fd, direct, id))?;
+            let pending = &self.pending;
+            self.core.dispatch(now, |id| target(pending, id))?;
             if shutting_down && self.core.idle() {
                 break;
             }
@@ -490,15 +735,45 @@ impl EngineThread {
         Ok(())
     }
 
+    fn set_groups(&mut self, settings: &[GroupSetting]) -> Result<(), String> {
+        // Settings replace the last ones; the groups requests named stay (as their ids do).
+        let mut groups = Groups::new();
+        for id in self.groups.ids() {
+            groups
+                .intern(self.groups.path(id))
+                .map_err(|e| e.to_string())?;
+        }
+        groups.apply(settings)?;
+        self.groups = groups;
+        self.core.elevator.set_groups(&self.groups);
+        Ok(())
+    }
+
     fn accept(&mut self, io: IoRequest, reply: Sender<Completion>, at: Instant, now: Nanos) {
         let id = RequestId(self.next_id);
         self.next_id += 1;
+        let known = self.groups.len();
         let group = self
             .groups
             .intern(&io.group)
             .expect("the client checked the path");
+        if self.groups.len() != known {
+            // The policy places a group it has not been told of under the root.
+            self.core.elevator.set_groups(&self.groups);
+        }
+        let file = io.file.expect("the client names the file");
+        // io.prio.class of the group changes the priority (blk-ioprio).
+        let prio = self.groups.settings(group).prio_class.apply(io.prio);
         let request = Request::new(
-            id, io.op, io.offset, io.len, true, io.prio, io.flow, group, now,
+            id,
+            io.op,
+            file.base() + io.offset,
+            io.len,
+            true,
+            prio,
+            io.flow,
+            group,
+            now,
         );
         let len = if io.op == Op::Flush { 0 } else { io.len };
         let data = match io.op {
@@ -514,6 +789,9 @@ impl EngineThread {
                 data,
                 reply,
                 at,
+                file,
+                tag: io.tag,
+                to_eof: io.to_eof,
             },
         );
         if let Ok(mut stats) = self.stats.lock() {
@@ -529,9 +807,13 @@ impl EngineThread {
                 continue;
             };
             let latency = pending.at.elapsed();
-            let result = match done.error {
-                Some((failure, _)) => Err(std::io::Error::from_raw_os_error(failure.errno())),
-                None => Ok(()),
+            let (result, transferred) = match done.error {
+                // A read up to the end of the file got what lies before it.
+                Some((Failure::EndOfFile, at)) if pending.to_eof => {
+                    (Ok(()), at.saturating_sub(pending.offset).min(pending.len))
+                }
+                Some((failure, _)) => (Err(std::io::Error::from_raw_os_error(failure.errno())), 0),
+                None => (Ok(()), pending.len),
             };
             if let Some(stats) = stats.as_mut() {
                 stats.completed += 1;
@@ -553,6 +835,8 @@ impl EngineThread {
                 result,
                 data: pending.data,
                 latency,
+                tag: pending.tag,
+                transferred,
             });
         }
         if let Some(stats) = stats.as_mut() {
@@ -569,12 +853,12 @@ impl EngineThread {
     }
 }
 
-fn target(pending: &IdMap<Pending>, fd: RawFd, direct: bool, id: RequestId) -> Target {
+fn target(pending: &IdMap<Pending>, id: RequestId) -> Target {
     let request = &pending[&id.0];
     Target {
-        fd,
+        fd: request.file.file().as_raw_fd(),
         fixed_file: None,
-        buffered: !direct,
+        buffered: !request.file.direct(),
         buf: request
             .data
             .as_ref()
@@ -583,6 +867,7 @@ fn target(pending: &IdMap<Pending>, fd: RawFd, direct: bool, id: RequestId) -> T
         offset: request.offset,
         len: request.len,
         sync_range: None,
+        short_ok: request.to_eof && request.op == Op::Read,
     }
 }
 

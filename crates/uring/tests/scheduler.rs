@@ -126,3 +126,93 @@ fn bad_requests_are_refused_at_once() {
     )
     .is_err());
 }
+
+/// One scheduler over many files (as a mount uses it): each request names its file, a
+/// read may stop at the end of the file, completions carry the caller's tag, and requests
+/// of two files never merge into one command even when their offsets touch.
+#[test]
+fn one_scheduler_serves_many_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let scheduler = Scheduler::start(SchedulerConfig {
+        policy: "noop".into(),
+        device_depth: 4,
+        ..SchedulerConfig::default()
+    })
+    .unwrap();
+    assert_eq!(
+        scheduler.submit(IoRequest::read(0, 512)).err(),
+        Some(SubmitError::NoFile)
+    );
+    let mut files = Vec::new();
+    for i in 0..3u8 {
+        let path = dir.path().join(format!("f{i}"));
+        std::fs::write(&path, vec![i; 10_000]).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        files.push(scheduler.register(file, false).unwrap());
+    }
+    assert_ne!(files[0].base(), files[1].base());
+    let (tx, rx) = mpsc::channel();
+    // Adjacent writes in two files, and a read past the end of each.
+    for (i, file) in files.iter().enumerate() {
+        let io = IoRequest::write(4096, &[0x40 + i as u8; 4096])
+            .on(file)
+            .tag(i as u64);
+        scheduler.client().submit_to(io, &tx).unwrap();
+        let io = IoRequest::write(0, &[0x50 + i as u8; 4096])
+            .on(file)
+            .tag(10 + i as u64);
+        scheduler.client().submit_to(io, &tx).unwrap();
+    }
+    let mut tags: Vec<u64> = (0..6).map(|_| rx.recv().unwrap().tag).collect();
+    tags.sort();
+    assert_eq!(tags, [0, 1, 2, 10, 11, 12]);
+    for (i, file) in files.iter().enumerate() {
+        let done = scheduler
+            .submit(IoRequest::read(8192, 4096).on(file).up_to_eof())
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert!(done.result.is_ok());
+        assert_eq!(done.transferred, 10_000 - 8192);
+        assert!(done.data.unwrap()[..10_000 - 8192]
+            .iter()
+            .all(|&b| b == i as u8));
+        // Without up_to_eof, the end of the file is an error, as before.
+        let done = scheduler
+            .submit(IoRequest::read(8192, 4096).on(file))
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert!(done.result.is_err());
+        let data = std::fs::read(dir.path().join(format!("f{i}"))).unwrap();
+        assert!(data[..4096].iter().all(|&b| b == 0x50 + i as u8));
+        assert!(data[4096..8192].iter().all(|&b| b == 0x40 + i as u8));
+    }
+    assert_eq!(
+        scheduler
+            .submit(IoRequest::read(iosched_uring::FILE_SPAN, 512).on(&files[0]))
+            .err(),
+        Some(SubmitError::TooFar {
+            end: iosched_uring::FILE_SPAN + 512
+        })
+    );
+    // Group settings change while it runs; a bad one is refused and changes nothing.
+    let client = scheduler.client();
+    let setting = |value: &str| iosched_core::group::GroupSetting {
+        path: "/a".into(),
+        file: "io.weight".into(),
+        value: value.into(),
+        origin: "test".into(),
+    };
+    assert!(client.set_groups(vec![setting("300")]).is_ok());
+    assert!(client
+        .set_groups(vec![setting("0")])
+        .unwrap_err()
+        .contains("io.weight"));
+    let stats = scheduler.shutdown().unwrap();
+    assert_eq!(stats.completed, 12);
+}
