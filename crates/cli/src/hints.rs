@@ -94,6 +94,15 @@ Examples:
   iosched frontier --file /var/tmp/frontier.img --size-mib 1024
   iosched frontier --device /dev/loop0 --kernel mq-deadline,bfq --policies deadline,cfq";
 
+/// `iosched mount --help`'s examples.
+pub const EXAMPLES_MOUNT: &str = "\
+Examples:
+  iosched mount /srv/data /mnt/sched --policy bfq
+  iosched mount /srv/data /mnt/sched --policy bfq --group /batch:io.weight=100 --daemon
+  ionice -c3 dd if=/mnt/sched/big of=/dev/null bs=1M   # an idle-class reader
+  iosched top /mnt/sched
+  umount /mnt/sched                                    # or SIGINT/SIGTERM to the mount";
+
 /// `iosched policies --help`'s examples.
 pub const EXAMPLES_POLICIES: &str = "\
 Examples:

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod experiment;
 pub mod frontier;
 pub mod hints;
+pub mod mount;
 pub mod progress;
 pub mod run;
 pub mod sweep;

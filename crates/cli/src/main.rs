@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches, Subcommand};
-use iosched::{bench, calibrate, catalog, compare, experiment, frontier, hints, run, sweep};
+use iosched::{bench, calibrate, catalog, compare, experiment, frontier, hints, mount, run, sweep};
 use std::process::ExitCode;
 
 /// I/O scheduling with quality of service: fio jobs in, fio-compatible results out.
@@ -44,6 +44,12 @@ enum Command {
     /// kernel's schedulers and iosched's policies, each placed on the device's latency curve.
     #[command(after_help = hints::EXAMPLES_FRONTIER)]
     Frontier(frontier::FrontierArgs),
+    /// Transparent mode: mount a directory through FUSE so that unmodified programs' reads,
+    /// writes and fsyncs are scheduled by a policy, classified by ioprio, cgroup and process.
+    #[command(after_help = hints::EXAMPLES_MOUNT)]
+    Mount(mount::MountArgs),
+    /// Show the flows of an `iosched mount` (per process and cgroup), refreshed.
+    Top(mount::TopArgs),
     /// Print a shell completion script: iosched completions bash > /etc/bash_completion.d/iosched
     Completions(hints::CompletionsArgs),
     /// Print the man page (roff): iosched man | man -l -
@@ -98,6 +104,8 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::calibrate(args),
         Command::Bench(args) => bench::bench(args),
         Command::Frontier(args) => frontier::frontier(args),
+        Command::Mount(args) => mount::mount(args),
+        Command::Top(args) => mount::top(args),
         Command::Completions(args) => hints::completions(args, &mut command()),
         Command::Man(args) => hints::man(args, command()),
     };
