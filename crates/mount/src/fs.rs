@@ -5,8 +5,9 @@
 //! (`openat`, `renameat2`, `unlinkat` relative to the parent's descriptor) and a rename
 //! behind our back changes nothing. Metadata operations are system calls made at once, on
 //! the FUSE thread. Reads, writes and fsyncs go to the [`Client`] of the mount's scheduler,
-//! classified by their caller, and are answered from the completion thread ([`Shared`]) when
-//! the device is done: a write is acknowledged only once the backing file has it.
+//! classified by their caller, and are answered on the scheduler's engine thread
+//! ([`Shared::complete`]) when the device is done: a write is acknowledged only once the
+//! backing file has it.
 //!
 //! Each open file has two descriptors of the backing file: one with `O_DIRECT` (when the
 //! backing file system supports it, reported by `statx`'s `STATX_DIOALIGN`) for requests
@@ -30,7 +31,6 @@ use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -264,7 +264,6 @@ pub struct Passthrough {
     next_fh: AtomicU64,
     next_tag: AtomicU64,
     client: Client,
-    done: Sender<Completion>,
     shared: Arc<Shared>,
     classifier: Mutex<Classifier>,
     flows: Mutex<HashMap<u32, (u32, Instant)>>,
@@ -279,7 +278,6 @@ impl Passthrough {
         root: File,
         options: FsOptions,
         client: Client,
-        done: Sender<Completion>,
         shared: Arc<Shared>,
         groups: Arc<GroupSync>,
     ) -> std::io::Result<Self> {
@@ -308,7 +306,6 @@ impl Passthrough {
             next_fh: AtomicU64::new(1),
             next_tag: AtomicU64::new(1),
             client,
-            done,
             shared,
             classifier: Mutex::new(Classifier::new()),
             flows: Mutex::new(HashMap::new()),
@@ -437,7 +434,12 @@ impl Passthrough {
                 started: Instant::now(),
             },
         );
-        if let Err(error) = self.client.submit_to(io, &self.done) {
+        // Answered on the engine thread as soon as the device is done.
+        let shared = self.shared.clone();
+        if let Err(error) = self
+            .client
+            .submit_then(io, move |done| shared.complete(done))
+        {
             if let Some(waiting) = lock(&self.shared.outstanding).remove(&tag) {
                 let errno = Errno::from_i32(error.errno());
                 match waiting.reply {

@@ -42,7 +42,7 @@ use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -114,7 +114,6 @@ pub struct Summary {
 pub struct Mounted {
     session: Option<BackgroundSession>,
     scheduler: Option<Scheduler>,
-    completer: Option<JoinHandle<()>>,
     refresher: Option<JoinHandle<()>>,
     stop_refresh: Arc<AtomicBool>,
     shared: Arc<Shared>,
@@ -171,18 +170,6 @@ impl Mounted {
             if config.cached { ", cached" } else { "" }
         );
         let shared = Arc::new(Shared::new(title, Instant::now()));
-        let (done_tx, done_rx) = mpsc::channel::<iosched_uring::Completion>();
-        let completer = {
-            let shared = shared.clone();
-            std::thread::Builder::new()
-                .name("iosched-replies".into())
-                .spawn(move || {
-                    for done in done_rx {
-                        shared.complete(done);
-                    }
-                })
-                .map_err(|e| MountError(format!("cannot start a thread: {e}")))?
-        };
         let kernel = config.kernel_cgroups.then(|| {
             (
                 cgroupfs::Hierarchies::find(),
@@ -218,7 +205,6 @@ impl Mounted {
                 ttl: Duration::from_secs(1),
             },
             scheduler.client(),
-            done_tx,
             shared.clone(),
             groups,
         )
@@ -240,7 +226,6 @@ impl Mounted {
         let mut mounted = Mounted {
             session: None,
             scheduler: Some(scheduler),
-            completer: Some(completer),
             refresher,
             stop_refresh,
             shared,
@@ -339,9 +324,6 @@ impl Mounted {
                 .map_err(|e| MountError(e.to_string()))?,
             None => SchedulerStats::default(),
         };
-        if let Some(completer) = self.completer.take() {
-            let _ = completer.join();
-        }
         result?;
         Ok(Summary {
             scheduler,

@@ -377,10 +377,30 @@ pub struct SchedulerStats {
     pub rt_sent_as_be: bool,
 }
 
+/// Where a completion goes.
+enum ReplyTo {
+    /// Sent on a channel.
+    Channel(Sender<Completion>),
+    /// Handed to a function, called on the engine thread.
+    Call(Box<dyn FnOnce(Completion) + Send>),
+}
+
+impl ReplyTo {
+    fn deliver(self, completion: Completion) {
+        match self {
+            // A client that stopped listening is no error.
+            ReplyTo::Channel(sender) => {
+                let _ = sender.send(completion);
+            }
+            ReplyTo::Call(call) => call(completion),
+        }
+    }
+}
+
 enum Message {
     Submit {
         io: IoRequest,
-        reply: Sender<Completion>,
+        reply: ReplyTo,
         at: Instant,
     },
     Groups {
@@ -408,11 +428,22 @@ impl Client {
     }
 
     /// Submits `io`; its completion is sent to `reply` (one channel may collect many).
-    pub fn submit_to(
+    pub fn submit_to(&self, io: IoRequest, reply: &Sender<Completion>) -> Result<(), SubmitError> {
+        self.send(io, ReplyTo::Channel(reply.clone()))
+    }
+
+    /// Submits `io`; `then` is called with its completion on the scheduler's engine thread,
+    /// as soon as the device is done (no other thread need wake up to pass it on). `then`
+    /// should be short: the engine issues nothing while it runs.
+    pub fn submit_then(
         &self,
-        mut io: IoRequest,
-        reply: &Sender<Completion>,
+        io: IoRequest,
+        then: impl FnOnce(Completion) + Send + 'static,
     ) -> Result<(), SubmitError> {
+        self.send(io, ReplyTo::Call(Box::new(then)))
+    }
+
+    fn send(&self, mut io: IoRequest, reply: ReplyTo) -> Result<(), SubmitError> {
         if io.file.is_none() {
             io.file = Some(self.default_file.clone().ok_or(SubmitError::NoFile)?);
         }
@@ -440,7 +471,7 @@ impl Client {
         self.sender
             .send(Message::Submit {
                 io,
-                reply: reply.clone(),
+                reply,
                 at: Instant::now(),
             })
             .map_err(|_| SubmitError::Closed)?;
@@ -677,7 +708,7 @@ struct Pending {
     offset: u64,
     len: u64,
     data: Option<AlignedBuf>,
-    reply: Sender<Completion>,
+    reply: ReplyTo,
     at: Instant,
     file: SchedFile,
     tag: u64,
@@ -749,7 +780,7 @@ impl EngineThread {
         Ok(())
     }
 
-    fn accept(&mut self, io: IoRequest, reply: Sender<Completion>, at: Instant, now: Nanos) {
+    fn accept(&mut self, io: IoRequest, reply: ReplyTo, at: Instant, now: Nanos) {
         let id = RequestId(self.next_id);
         self.next_id += 1;
         let known = self.groups.len();
@@ -801,7 +832,6 @@ impl EngineThread {
     }
 
     fn complete(&mut self, done: Finished) {
-        let mut stats = self.stats.lock().ok();
         for id in std::iter::once(done.request.id).chain(done.request.merged.iter().copied()) {
             let Some(pending) = self.pending.remove(&id.0) else {
                 continue;
@@ -815,7 +845,7 @@ impl EngineThread {
                 Some((failure, _)) => (Err(std::io::Error::from_raw_os_error(failure.errno())), 0),
                 None => (Ok(()), pending.len),
             };
-            if let Some(stats) = stats.as_mut() {
+            if let Ok(mut stats) = self.stats.lock() {
                 stats.completed += 1;
                 if result.is_err() {
                     stats.errors += 1;
@@ -827,8 +857,7 @@ impl EngineThread {
                     _ => {}
                 }
             }
-            // A client that stopped listening is no error.
-            let _ = pending.reply.send(Completion {
+            pending.reply.deliver(Completion {
                 op: pending.op,
                 offset: pending.offset,
                 len: pending.len,
@@ -839,7 +868,7 @@ impl EngineThread {
                 transferred,
             });
         }
-        if let Some(stats) = stats.as_mut() {
+        if let Ok(mut stats) = self.stats.lock() {
             stats.elevator = self.core.elevator.stats();
             stats.rt_sent_as_be = self.core.rt_refused();
         }

@@ -170,6 +170,19 @@ fn one_scheduler_serves_many_files() {
     let mut tags: Vec<u64> = (0..6).map(|_| rx.recv().unwrap().tag).collect();
     tags.sort();
     assert_eq!(tags, [0, 1, 2, 10, 11, 12]);
+    // A completion handed to a function on the engine thread.
+    let engine = std::thread::current().id();
+    let (then_tx, then_rx) = mpsc::channel();
+    scheduler
+        .client()
+        .submit_then(IoRequest::read(0, 100).on(&files[2]).tag(7), move |done| {
+            let elsewhere = std::thread::current().id() != engine;
+            then_tx
+                .send((done.tag, done.transferred, elsewhere))
+                .unwrap();
+        })
+        .unwrap();
+    assert_eq!(then_rx.recv().unwrap(), (7, 100, true));
     for (i, file) in files.iter().enumerate() {
         let done = scheduler
             .submit(IoRequest::read(8192, 4096).on(file).up_to_eof())
@@ -214,5 +227,5 @@ fn one_scheduler_serves_many_files() {
         .unwrap_err()
         .contains("io.weight"));
     let stats = scheduler.shutdown().unwrap();
-    assert_eq!(stats.completed, 12);
+    assert_eq!(stats.completed, 13);
 }
