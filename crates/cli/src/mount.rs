@@ -76,7 +76,8 @@ pub struct TopArgs {
 }
 
 /// `iosched mount`: mounts, serves until SIGINT, SIGTERM or an unmount, then unmounts
-/// cleanly (lazily when files are open) and completes every request in flight.
+/// cleanly (lazily when files are open) and completes every request in flight; a second
+/// signal ends the process at once.
 pub fn mount(args: MountArgs) -> Result<ExitCode> {
     let mut group_settings = match &args.groups_file {
         Some(path) => read_groups_file(path)?,
@@ -112,15 +113,10 @@ pub fn mount(args: MountArgs) -> Result<ExitCode> {
             bail!(error);
         }
     };
+    // The first SIGINT or SIGTERM unmounts; a second ends the process at once (a mount with
+    // files open is served until they are closed, which may be never).
     let stop = Arc::new(AtomicUsize::new(0));
-    for signal in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register_usize(signal, stop.clone(), signal as usize)
-            .with_context(|| format!("cannot catch signal {signal}"))?;
-    }
+    crate::run::catch_stop_signals(&stop)?;
     let banner = format!(
         "iosched: mounted {} on {} under {} (statistics: {}/{CONTROL_DIR}/stats, iosched top {})",
         args.backing.display(),
@@ -134,6 +130,8 @@ pub fn mount(args: MountArgs) -> Result<ExitCode> {
             let _ = writeln!(ready, "ok {banner}");
             drop(ready);
             detach_stdio();
+            // A daemon's working directory would keep its file system busy.
+            let _ = std::env::set_current_dir("/");
         }
         None => eprintln!("{banner}"),
     }
@@ -143,7 +141,8 @@ pub fn mount(args: MountArgs) -> Result<ExitCode> {
     let signal = stop.load(Ordering::Relaxed);
     if signal != 0 {
         eprintln!(
-            "iosched: {}: unmounting {}",
+            "iosched: {}: unmounting {} (if files are open, it is detached and served until \
+             they are closed; a second signal stops at once)",
             iosched_uring::engine::signal_name(signal as i32),
             mounted.mountpoint().display()
         );

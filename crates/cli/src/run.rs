@@ -454,7 +454,7 @@ fn run_real(
 /// Stores SIGINT's or SIGTERM's number in `stop` when one arrives; once one has, the next
 /// one of either ends the process with the signal's default action (a stalled device must not
 /// hold the user hostage while the run drains).
-fn catch_stop_signals(stop: &Arc<AtomicUsize>) -> Result<()> {
+pub(crate) fn catch_stop_signals(stop: &Arc<AtomicUsize>) -> Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     use signal_hook::flag;
     let caught = Arc::new(AtomicBool::new(false));
