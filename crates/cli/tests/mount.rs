@@ -19,16 +19,13 @@ fn skip(test: &str, why: &str) {
 }
 
 fn can_mount(test: &str) -> bool {
-    // SAFETY: no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        skip(test, "mounting FUSE needs root");
-        return false;
+    match iosched_mount::cannot_mount() {
+        Some(why) => {
+            skip(test, &why);
+            false
+        }
+        None => true,
     }
-    if let Err(error) = iosched_mount::fuse_available() {
-        skip(test, &error.to_string());
-        return false;
-    }
-    true
 }
 
 struct Fixture {
@@ -51,11 +48,7 @@ fn fixture() -> Fixture {
 }
 
 fn is_mounted(path: &Path) -> bool {
-    let path = path.canonicalize().unwrap();
-    fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .any(|line| line.split(' ').nth(4) == Some(path.to_str().unwrap()))
+    iosched_mount::is_mounted(path)
 }
 
 fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {

@@ -706,25 +706,10 @@ impl Filesystem for Passthrough {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        let result = (|| {
-            let parent_fd = self.fd(parent)?;
-            let cname = cstring(name)?;
+        self.make(req, parent, name, reply, |dir, name| {
             // SAFETY: valid descriptor and name.
-            check(unsafe {
-                libc::mknodat(
-                    parent_fd.as_raw_fd(),
-                    cname.as_ptr(),
-                    mode & !umask,
-                    libc::dev_t::from(rdev),
-                )
-            })?;
-            self.chown_to_caller(parent_fd.as_raw_fd(), &cname, req);
-            Ok(())
-        })();
-        match result {
-            Ok(()) => self.reply_entry(parent, name, reply),
-            Err(error) => reply.error(error),
-        }
+            unsafe { libc::mknodat(dir, name.as_ptr(), mode & !umask, libc::dev_t::from(rdev)) }
+        });
     }
 
     fn mkdir(
@@ -736,21 +721,10 @@ impl Filesystem for Passthrough {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        if parent == INodeNo::ROOT && name == CONTROL_DIR {
-            return reply.error(Errno::EEXIST);
-        }
-        let result = (|| {
-            let parent_fd = self.fd(parent)?;
-            let cname = cstring(name)?;
+        self.make(req, parent, name, reply, |dir, name| {
             // SAFETY: valid descriptor and name.
-            check(unsafe { libc::mkdirat(parent_fd.as_raw_fd(), cname.as_ptr(), mode & !umask) })?;
-            self.chown_to_caller(parent_fd.as_raw_fd(), &cname, req);
-            Ok(())
-        })();
-        match result {
-            Ok(()) => self.reply_entry(parent, name, reply),
-            Err(error) => reply.error(error),
-        }
+            unsafe { libc::mkdirat(dir, name.as_ptr(), mode & !umask) }
+        });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -769,21 +743,13 @@ impl Filesystem for Passthrough {
         target: &std::path::Path,
         reply: ReplyEntry,
     ) {
-        let result = (|| {
-            let parent_fd = self.fd(parent)?;
-            let cname = cstring(link_name)?;
-            let ctarget = cstring(target.as_os_str())?;
+        let Ok(target) = cstring(target.as_os_str()) else {
+            return reply.error(Errno::EINVAL);
+        };
+        self.make(req, parent, link_name, reply, |dir, name| {
             // SAFETY: valid descriptor and names.
-            check(unsafe {
-                libc::symlinkat(ctarget.as_ptr(), parent_fd.as_raw_fd(), cname.as_ptr())
-            })?;
-            self.chown_to_caller(parent_fd.as_raw_fd(), &cname, req);
-            Ok(())
-        })();
-        match result {
-            Ok(()) => self.reply_entry(parent, link_name, reply),
-            Err(error) => reply.error(error),
-        }
+            unsafe { libc::symlinkat(target.as_ptr(), dir, name.as_ptr()) }
+        });
     }
 
     fn rename(
@@ -1196,6 +1162,32 @@ impl Filesystem for Passthrough {
 }
 
 impl Passthrough {
+    /// Makes `name` under `parent` with `make(parent's descriptor, name)` (mknodat, mkdirat,
+    /// symlinkat), gives it to the caller, and answers with its entry.
+    fn make(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        reply: ReplyEntry,
+        make: impl FnOnce(RawFd, &CString) -> libc::c_int,
+    ) {
+        if parent == INodeNo::ROOT && name == CONTROL_DIR {
+            return reply.error(Errno::EEXIST);
+        }
+        let result = (|| {
+            let parent_fd = self.fd(parent)?;
+            let cname = cstring(name)?;
+            check(make(parent_fd.as_raw_fd(), &cname))?;
+            self.chown_to_caller(parent_fd.as_raw_fd(), &cname, req);
+            Ok(())
+        })();
+        match result {
+            Ok(()) => self.reply_entry(parent, name, reply),
+            Err(error) => reply.error(error),
+        }
+    }
+
     fn unlink_at(&self, parent: INodeNo, name: &OsStr, flags: i32) -> Result<(), Errno> {
         if parent == INodeNo::ROOT && name == CONTROL_DIR {
             return Err(Errno::EACCES);

@@ -135,6 +135,37 @@ pub fn fuse_available() -> Result<(), MountError> {
         })
 }
 
+/// Why this process cannot mount here (not root, or no usable /dev/fuse), if it cannot.
+pub fn cannot_mount() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("mounting FUSE needs root".into());
+    }
+    fuse_available().err().map(|error| error.to_string())
+}
+
+/// Whether a file system is mounted at `path` (`/proc/self/mountinfo`).
+pub fn is_mounted(path: &Path) -> bool {
+    let Ok(path) = path.canonicalize() else {
+        return false;
+    };
+    let Some(path) = path.to_str() else {
+        return false;
+    };
+    // The mount point is the fifth field, with spaces and such escaped as octal.
+    let escaped = path
+        .replace('\\', "\\134")
+        .replace(' ', "\\040")
+        .replace('\t', "\\011")
+        .replace('\n', "\\012");
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .map(|text| {
+            text.lines()
+                .any(|line| line.split(' ').nth(4) == Some(escaped.as_str()))
+        })
+        .unwrap_or(false)
+}
+
 impl Mounted {
     /// Mounts `config.backing` on `config.mountpoint`.
     pub fn mount(config: &MountConfig) -> Result<Mounted, MountError> {
