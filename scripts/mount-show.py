@@ -138,9 +138,10 @@ def weighted_cgroups():
 READERS = {
     # dd: one 1 MiB request at a time (its queue empties between requests).
     "dd": "while :; do dd if={file} of=/dev/null bs=1M iflag=direct; done",
-    # fio: the same requests, four in flight (its queue never empties).
-    "fio-qd4": "exec fio --name=r --filename={file} --rw=read --bs=1M --ioengine=libaio "
-    "--iodepth=4 --direct=1 --time_based --runtime=3600 --output=/dev/null",
+    # fio: the same requests, 64 in flight, twice the mount's device depth (its queue never
+    # empties).
+    "fio-qd64": "exec fio --name=r --filename={file} --rw=read --bs=1M --ioengine=libaio "
+    "--iodepth=64 --direct=1 --time_based --runtime=3600 --output=/dev/null",
 }
 
 

@@ -23,16 +23,13 @@ fn skip(test: &str, why: &str) {
 
 /// Whether mounts can be made here; if not, says why.
 fn can_mount(test: &str) -> bool {
-    // SAFETY: no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        skip(test, "mounting FUSE needs root");
-        return false;
+    match iosched_mount::cannot_mount() {
+        Some(why) => {
+            skip(test, &why);
+            false
+        }
+        None => true,
     }
-    if let Err(error) = iosched_mount::fuse_available() {
-        skip(test, &error.to_string());
-        return false;
-    }
-    true
 }
 
 struct Fixture {
@@ -175,11 +172,7 @@ fn files_read_and_write_through_the_mount_as_on_the_backing_directory() {
 }
 
 fn is_mounted(path: &Path) -> bool {
-    let path = path.canonicalize().unwrap();
-    fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .any(|line| line.split(' ').nth(4) == Some(path.to_str().unwrap()))
+    iosched_mount::is_mounted(path)
 }
 
 /// Runs `program` with `args` at I/O priority `prio` (set in the child before exec), in the
@@ -311,13 +304,15 @@ fn two_cgroups_share_the_mount_by_their_io_weight_under_bfq() {
         return;
     };
     let f = fixture();
-    // Sparse files (read as zeros, written nowhere), long enough that each group's dd
-    // runs for the whole measurement.
+    // Files written out (holes would be read without touching the device, and the CPU,
+    // not the device, would then set each turn's rate), read over and over by fio.
     for name in ["a", "b"] {
-        fs::File::create(f.backing.join(name))
-            .unwrap()
-            .set_len(64 << 30)
-            .unwrap();
+        let mut file = fs::File::create(f.backing.join(name)).unwrap();
+        let chunk = pattern(1 << 20, 9);
+        for _ in 0..256 {
+            file.write_all(&chunk).unwrap();
+        }
+        file.sync_all().unwrap();
     }
     let tag = format!("iosched-test-{}", std::process::id());
     let mut groups = Vec::new();
@@ -335,12 +330,14 @@ fn two_cgroups_share_the_mount_by_their_io_weight_under_bfq() {
         groups.push((dir, name));
     }
     let mounted = mount(&f, "bfq");
-    // Each group reads its own file sequentially in 1 MiB requests, as dd does, four at a
-    // time (fio, libaio): a reader with one request at a time leaves its queue empty between
-    // requests, and bfq then injects the other group's requests into the gaps (charging the
-    // waiting queue its turn's time), which moves the byte shares off the weights by as
-    // much as the gaps are long (scripts/mount-show.py shows dd at depth 1, and the kernel's
-    // bfq beside it).
+    // Each group reads its own file sequentially in 1 MiB requests, as dd does, but sixteen
+    // at a time (fio, libaio), twice the mount's device depth, so that a group's queue
+    // always holds requests while the device works on others of it. A reader one request at
+    // a time (dd) leaves its queue empty between requests, and so does a reader whose every
+    // request is on the device; bfq then idles for it and injects the other group's requests
+    // into the gap (charging the waiting queue its turn's time when the turn times out), and
+    // the byte shares move off the weights by as much as the gaps are long, from run to run,
+    // in the kernel's bfq as in ours (scripts/mount-show.py shows both readers beside it).
     if Command::new("fio").arg("--version").output().is_err() {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
@@ -364,7 +361,7 @@ fn two_cgroups_share_the_mount_by_their_io_weight_under_bfq() {
                 "--rw=read",
                 "--bs=1M",
                 "--ioengine=libaio",
-                "--iodepth=4",
+                "--iodepth=16",
                 "--direct=1",
                 "--time_based",
                 "--runtime=60",
@@ -388,7 +385,8 @@ fn two_cgroups_share_the_mount_by_their_io_weight_under_bfq() {
     std::thread::sleep(Duration::from_secs(2));
     let before = bytes(&f.mnt);
     let start = Instant::now();
-    std::thread::sleep(Duration::from_secs(5));
+    // Long enough for many turns (bfq's are up to timeout_sync, 125 ms, each).
+    std::thread::sleep(Duration::from_secs(8));
     let after = bytes(&f.mnt);
     let seconds = start.elapsed().as_secs_f64();
     // Every process in the groups (fio's job processes start sessions of their own).
