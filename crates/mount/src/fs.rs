@@ -20,7 +20,7 @@ use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
-    Request, TimeOrNow, WriteFlags,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use iosched_core::group::GroupSetting;
 use iosched_core::Groups;
@@ -1116,6 +1116,77 @@ impl Filesystem for Passthrough {
         }
     }
 
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let result = self.xattr_path(ino).and_then(|(_fd, path)| {
+            let cname = cstring(name)?;
+            let mut buf = vec![0u8; size as usize];
+            // SAFETY: the buffer is as long as we say (a size of 0 asks for the length).
+            let n = unsafe {
+                libc::getxattr(
+                    path.as_ptr(),
+                    cname.as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
+            };
+            if n < 0 {
+                return Err(last_errno());
+            }
+            buf.truncate(n as usize);
+            Ok((n as usize, buf))
+        });
+        reply_xattr(reply, size, result);
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let result = self.xattr_path(ino).and_then(|(_fd, path)| {
+            let mut buf = vec![0u8; size as usize];
+            // SAFETY: the buffer is as long as we say (a size of 0 asks for the length).
+            let n = unsafe { libc::listxattr(path.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n < 0 {
+                return Err(last_errno());
+            }
+            buf.truncate(n as usize);
+            Ok((n as usize, buf))
+        });
+        reply_xattr(reply, size, result);
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let result = self.xattr_path(ino).and_then(|(_fd, path)| {
+            let cname = cstring(name)?;
+            // SAFETY: valid path, name and value.
+            check(unsafe {
+                libc::setxattr(
+                    path.as_ptr(),
+                    cname.as_ptr(),
+                    value.as_ptr().cast(),
+                    value.len(),
+                    flags,
+                )
+            })
+        });
+        reply_result(reply, result);
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.xattr_path(ino).and_then(|(_fd, path)| {
+            let cname = cstring(name)?;
+            // SAFETY: valid path and name.
+            check(unsafe { libc::removexattr(path.as_ptr(), cname.as_ptr()) })
+        });
+        reply_result(reply, result);
+    }
+
     fn fallocate(
         &self,
         _req: &Request,
@@ -1162,6 +1233,23 @@ impl Filesystem for Passthrough {
 }
 
 impl Passthrough {
+    /// The `/proc/self/fd` path that reaches inode `ino` for extended attributes: regular
+    /// files and directories only (the path follows a symbolic link to its target, so a
+    /// link's own attributes are not reachable, as in libfuse's passthrough_ll).
+    fn xattr_path(&self, ino: INodeNo) -> Result<(OwnedFd, CString), Errno> {
+        if (2..FIRST_INO).contains(&ino.0) {
+            return Err(Errno::ENOTSUP);
+        }
+        let fd = self.fd(ino)?;
+        let st = stat_fd(fd.as_raw_fd()).map_err(Errno::from)?;
+        if !matches!(st.st_mode & libc::S_IFMT, libc::S_IFREG | libc::S_IFDIR) {
+            return Err(Errno::ENOTSUP);
+        }
+        // The caller keeps the descriptor open while it uses the path.
+        let path = cstring(OsStr::new(&proc_path(fd.as_raw_fd())))?;
+        Ok((fd, path))
+    }
+
     /// Makes `name` under `parent` with `make(parent's descriptor, name)` (mknodat, mkdirat,
     /// symlinkat), gives it to the caller, and answers with its entry.
     fn make(
@@ -1196,6 +1284,15 @@ impl Passthrough {
         let cname = cstring(name)?;
         // SAFETY: valid descriptor and name.
         check(unsafe { libc::unlinkat(parent_fd.as_raw_fd(), cname.as_ptr(), flags) })
+    }
+}
+
+/// Answers an extended attribute request: its length when `size` is 0, else its bytes.
+fn reply_xattr(reply: ReplyXattr, size: u32, result: Result<(usize, Vec<u8>), Errno>) {
+    match result {
+        Ok((len, _)) if size == 0 => reply.size(len as u32),
+        Ok((_, data)) => reply.data(&data),
+        Err(error) => reply.error(error),
     }
 }
 

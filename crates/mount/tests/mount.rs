@@ -147,6 +147,55 @@ fn files_read_and_write_through_the_mount_as_on_the_backing_directory() {
     fs::remove_file(f.mnt.join("d/renamed")).unwrap();
     fs::remove_dir(f.mnt.join("d")).unwrap();
     assert!(!f.backing.join("d").exists());
+    // Extended attributes pass through.
+    let on = |path: &Path| std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let (mounted_file, backing_file) = (on(&f.mnt.join("direct")), on(&f.backing.join("direct")));
+    // SAFETY: NUL-terminated paths and names, buffers as long as said.
+    unsafe {
+        let value = b"scheduled";
+        assert_eq!(
+            libc::setxattr(
+                mounted_file.as_ptr(),
+                c"user.iosched".as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0
+            ),
+            0,
+            "{}",
+            std::io::Error::last_os_error()
+        );
+        let mut buf = [0u8; 64];
+        let n = libc::getxattr(
+            backing_file.as_ptr(),
+            c"user.iosched".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        );
+        assert_eq!(&buf[..n as usize], value);
+        let size = libc::getxattr(
+            mounted_file.as_ptr(),
+            c"user.iosched".as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        );
+        assert_eq!(size, value.len() as isize);
+        let n = libc::listxattr(mounted_file.as_ptr(), buf.as_mut_ptr().cast(), buf.len());
+        assert!(buf[..n as usize]
+            .split(|&b| b == 0)
+            .any(|name| name == b"user.iosched"));
+        assert_eq!(
+            libc::removexattr(mounted_file.as_ptr(), c"user.iosched".as_ptr()),
+            0
+        );
+        let gone = libc::getxattr(
+            backing_file.as_ptr(),
+            c"user.iosched".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        );
+        assert_eq!(gone, -1);
+    }
     // The control directory cannot be written, removed or replaced.
     assert!(fs::write(f.mnt.join(CONTROL_DIR).join("stats"), "x").is_err());
     assert!(fs::remove_dir(f.mnt.join(CONTROL_DIR)).is_err());
