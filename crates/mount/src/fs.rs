@@ -24,7 +24,7 @@ use fuser::{
 };
 use iosched_core::group::GroupSetting;
 use iosched_core::Groups;
-use iosched_uring::{AlignedBuf, Client, Completion, IoRequest, SchedFile};
+use iosched_uring::{AlignedBuf, Client, Completion, IoRequest, SchedFile, WeakSchedFile};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
@@ -61,6 +61,10 @@ struct Inode {
     fd: OwnedFd,
     key: (u64, u64),
     nlookup: u64,
+    /// A descriptor of the file registered with the scheduler, while one is open: every
+    /// open of the inode shares its range of the scheduler's address space, so the policy
+    /// sees one file whichever process or descriptor a request comes on.
+    anchor: WeakSchedFile,
 }
 
 #[derive(Default)]
@@ -295,6 +299,7 @@ impl Passthrough {
                 fd,
                 key,
                 nlookup: 1,
+                anchor: WeakSchedFile::default(),
             },
         );
         Ok(Passthrough {
@@ -360,6 +365,7 @@ impl Passthrough {
                         fd,
                         key,
                         nlookup: 1,
+                        anchor: WeakSchedFile::default(),
                     },
                 );
                 ino
@@ -455,8 +461,9 @@ impl Passthrough {
         lock(&self.files).get(&fh.0).cloned()
     }
 
-    /// Opens the backing file behind `path_fd` for I/O with the caller's `flags`.
-    fn open_handle(&self, path_fd: RawFd, flags: i32) -> Result<Handle, Errno> {
+    /// Opens the backing file of inode `ino` (whose `O_PATH` descriptor is `path_fd`) for
+    /// I/O with the caller's `flags`.
+    fn open_handle(&self, ino: INodeNo, path_fd: RawFd, flags: i32) -> Result<Handle, Errno> {
         let proc = proc_path(path_fd);
         let base = (flags
             & !(libc::O_CREAT
@@ -466,23 +473,32 @@ impl Passthrough {
                 | libc::O_APPEND
                 | libc::O_DIRECT))
             | libc::O_CLOEXEC;
-        let buffered = open_path(&proc, base)?;
-        let mut direct = None;
-        if !self.options.cached && self.options.direct_backing {
-            if let Some(align) = dio_align(buffered.as_raw_fd()) {
-                if let Ok(fd) = open_path(&proc, (base & !libc::O_TRUNC) | libc::O_DIRECT) {
-                    let file = self
-                        .client
-                        .register(File::from(fd), true)
-                        .map_err(|e| Errno::from_i32(e.errno()))?;
-                    direct = Some((file, align));
+        let buffered = File::from(open_path(&proc, base)?);
+        let direct = if !self.options.cached && self.options.direct_backing {
+            dio_align(buffered.as_raw_fd()).and_then(|align| {
+                let fd = open_path(&proc, (base & !libc::O_TRUNC) | libc::O_DIRECT).ok()?;
+                Some((File::from(fd), align))
+            })
+        } else {
+            None
+        };
+        let mut inodes = lock(&self.inodes);
+        let inode = inodes.by_ino.get_mut(&ino.0);
+        let buffered = match inode.as_ref().and_then(|inode| inode.anchor.upgrade()) {
+            Some(anchor) => self.client.register_alias(&anchor, buffered, false),
+            None => {
+                let file = self
+                    .client
+                    .register(buffered, false)
+                    .map_err(|e| Errno::from_i32(e.errno()))?;
+                if let Some(inode) = inode {
+                    inode.anchor = file.downgrade();
                 }
+                file
             }
-        }
-        let buffered = self
-            .client
-            .register(File::from(buffered), false)
-            .map_err(|e| Errno::from_i32(e.errno()))?;
+        };
+        let direct =
+            direct.map(|(file, align)| (self.client.register_alias(&buffered, file, true), align));
         Ok(Handle { direct, buffered })
     }
 
@@ -829,7 +845,7 @@ impl Filesystem for Passthrough {
         }
         let result = self
             .fd(ino)
-            .and_then(|fd| self.open_handle(fd.as_raw_fd(), flags.0));
+            .and_then(|fd| self.open_handle(ino, fd.as_raw_fd(), flags.0));
         match result {
             Ok(handle) => {
                 let fh = self.new_fh();
@@ -1096,8 +1112,11 @@ impl Filesystem for Passthrough {
             self.chown_to_caller(parent_fd.as_raw_fd(), &cname, req);
             let attr = self.lookup_entry(parent, name)?;
             let fd = self.fd(attr.ino)?;
-            let handle =
-                self.open_handle(fd.as_raw_fd(), flags & !(libc::O_TRUNC | libc::O_EXCL))?;
+            let handle = self.open_handle(
+                attr.ino,
+                fd.as_raw_fd(),
+                flags & !(libc::O_TRUNC | libc::O_EXCL),
+            )?;
             Ok((attr, handle))
         })();
         match result {

@@ -40,5 +40,5 @@ pub use engine::{run, run_with_policy, Outcome, UringConfig, DEFAULT_DEVICE_DEPT
 pub use error::{JobError, UringError};
 pub use scheduler::{
     Client, Completion, IoRequest, SchedFile, Scheduler, SchedulerConfig, SchedulerStats,
-    SubmitError, Ticket, FILES_MAX, FILE_SPAN,
+    SubmitError, Ticket, WeakSchedFile, FILES_MAX, FILE_SPAN,
 };

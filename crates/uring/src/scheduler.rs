@@ -205,15 +205,14 @@ impl Slots {
     }
 }
 
+/// One file's range of the scheduler's address space, shared by its descriptors.
 #[derive(Debug)]
-struct FileInner {
-    file: File,
-    direct: bool,
+struct Range {
     slot: u32,
     slots: Arc<Mutex<Slots>>,
 }
 
-impl Drop for FileInner {
+impl Drop for Range {
     fn drop(&mut self) {
         // Every request on the file holds a handle until it completes, so the range is free
         // of queued requests when it is handed out again.
@@ -223,16 +222,39 @@ impl Drop for FileInner {
     }
 }
 
+#[derive(Debug)]
+struct FileInner {
+    file: File,
+    direct: bool,
+    range: Arc<Range>,
+}
+
 /// A file or device registered with a [`Scheduler`] ([`Client::register`]): requests name it
 /// with [`IoRequest::on`]. Cheap to clone; the file is closed when the last handle and the
 /// last request on it are gone.
 #[derive(Clone, Debug)]
 pub struct SchedFile(Arc<FileInner>);
 
+/// A [`SchedFile`] that does not keep it open ([`SchedFile::downgrade`]).
+#[derive(Clone, Debug, Default)]
+pub struct WeakSchedFile(std::sync::Weak<FileInner>);
+
+impl WeakSchedFile {
+    /// The file, if a handle or a request still holds it.
+    pub fn upgrade(&self) -> Option<SchedFile> {
+        self.0.upgrade().map(SchedFile)
+    }
+}
+
 impl SchedFile {
     /// Where the file's offset 0 is in the scheduler's address space.
     pub fn base(&self) -> u64 {
-        u64::from(self.0.slot) * FILE_SPAN
+        u64::from(self.0.range.slot) * FILE_SPAN
+    }
+
+    /// A reference that does not keep the file open.
+    pub fn downgrade(&self) -> WeakSchedFile {
+        WeakSchedFile(Arc::downgrade(&self.0))
     }
 
     /// Whether the file was opened with `O_DIRECT`.
@@ -491,9 +513,24 @@ impl Client {
         Ok(SchedFile(Arc::new(FileInner {
             file,
             direct,
-            slot,
-            slots: self.slots.clone(),
+            range: Arc::new(Range {
+                slot,
+                slots: self.slots.clone(),
+            }),
         })))
+    }
+
+    /// Registers another descriptor of the file `of` names (opened with or without
+    /// `O_DIRECT`, by another process's handle...): its requests share `of`'s range of the
+    /// scheduler's address space, so the policy sees one file, sorts and merges them with
+    /// `of`'s (a merged command goes out on a descriptor without `O_DIRECT` if any of its
+    /// requests came on one).
+    pub fn register_alias(&self, of: &SchedFile, file: File, direct: bool) -> SchedFile {
+        SchedFile(Arc::new(FileInner {
+            file,
+            direct,
+            range: of.0.range.clone(),
+        }))
     }
 
     /// Replaces the groups' io controller settings (as

@@ -155,6 +155,12 @@ fn one_scheduler_serves_many_files() {
         files.push(scheduler.register(file, false).unwrap());
     }
     assert_ne!(files[0].base(), files[1].base());
+    // Another descriptor of a file shares its range: the policy sees one file.
+    let again = std::fs::File::open(dir.path().join("f0")).unwrap();
+    let alias = scheduler.client().register_alias(&files[0], again, false);
+    assert_eq!(alias.base(), files[0].base());
+    let weak = alias.downgrade();
+    assert!(weak.upgrade().is_some());
     let (tx, rx) = mpsc::channel();
     // Adjacent writes in two files, and a read past the end of each.
     for (i, file) in files.iter().enumerate() {
@@ -183,6 +189,22 @@ fn one_scheduler_serves_many_files() {
         })
         .unwrap();
     assert_eq!(then_rx.recv().unwrap(), (7, 100, true));
+    let done = scheduler
+        .submit(IoRequest::read(0, 4096).on(&alias))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert!(
+        done.data.unwrap().iter().all(|&b| b == 0x50),
+        "the alias reads f0"
+    );
+    drop(alias);
+    assert!(weak.upgrade().is_none());
+    // The range stays taken while f0's first descriptor is registered: a new file gets
+    // another one.
+    let f3 = std::fs::File::open(dir.path().join("f1")).unwrap();
+    let other = scheduler.register(f3, false).unwrap();
+    assert!(files.iter().all(|file| file.base() != other.base()));
     for (i, file) in files.iter().enumerate() {
         let done = scheduler
             .submit(IoRequest::read(8192, 4096).on(file).up_to_eof())
@@ -227,5 +249,5 @@ fn one_scheduler_serves_many_files() {
         .unwrap_err()
         .contains("io.weight"));
     let stats = scheduler.shutdown().unwrap();
-    assert_eq!(stats.completed, 13);
+    assert_eq!(stats.completed, 14);
 }
