@@ -38,8 +38,9 @@ pub struct MountArgs {
     /// Most requests in flight on the backing device.
     #[arg(long, default_value_t = iosched_uring::DEFAULT_DEVICE_DEPTH)]
     pub device_depth: u32,
-    /// Keep the kernel's page cache above the mount (for metadata-heavy use): reads it holds
-    /// and writes it absorbs are not scheduled until they reach the mount.
+    /// Keep the kernel's page cache above the mount (for metadata-heavy use, and programs
+    /// that mmap files): reads it holds are not scheduled, and writes to mapped pages reach
+    /// the mount later from the kernel's writeback (write(2) still goes through at once).
     #[arg(long)]
     pub cached: bool,
     /// Read and write the backing files through the page cache even when a request is
