@@ -894,6 +894,9 @@ impl EngineThread {
                     _ => {}
                 }
             }
+            // The request lets go of its file before anyone hears of its completion, so a
+            // caller that drops its last handle then knows the file is closed.
+            drop(pending.file);
             pending.reply.deliver(Completion {
                 op: pending.op,
                 offset: pending.offset,
