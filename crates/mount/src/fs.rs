@@ -332,19 +332,12 @@ impl Passthrough {
     fn lookup_entry(&self, parent: INodeNo, name: &OsStr) -> Result<FileAttr, Errno> {
         let parent_fd = self.fd(parent)?;
         let cname = cstring(name)?;
-        // SAFETY: a valid descriptor and a NUL-terminated name.
-        let raw = unsafe {
-            libc::openat(
-                parent_fd.as_raw_fd(),
-                cname.as_ptr(),
-                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        if raw < 0 {
-            return Err(last_errno());
-        }
-        // SAFETY: a fresh descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = open_at(
+            parent_fd.as_raw_fd(),
+            &cname,
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0,
+        )?;
         let st = stat_fd(fd.as_raw_fd()).map_err(Errno::from)?;
         let key = (st.st_dev, st.st_ino);
         let mut inodes = lock(&self.inodes);
@@ -1095,20 +1088,12 @@ impl Filesystem for Passthrough {
             let cname = cstring(name)?;
             // Create it (and see O_EXCL refused as the caller would); I/O goes through the
             // handle's own descriptors.
-            // SAFETY: valid descriptor and name.
-            let raw = unsafe {
-                libc::openat(
-                    parent_fd.as_raw_fd(),
-                    cname.as_ptr(),
-                    (flags & !libc::O_DIRECT) | libc::O_CREAT | libc::O_CLOEXEC,
-                    mode & !umask,
-                )
-            };
-            if raw < 0 {
-                return Err(last_errno());
-            }
-            // SAFETY: a fresh descriptor we own.
-            drop(unsafe { OwnedFd::from_raw_fd(raw) });
+            drop(open_at(
+                parent_fd.as_raw_fd(),
+                &cname,
+                (flags & !libc::O_DIRECT) | libc::O_CREAT | libc::O_CLOEXEC,
+                mode & !umask,
+            )?);
             self.chown_to_caller(parent_fd.as_raw_fd(), &cname, req);
             let attr = self.lookup_entry(parent, name)?;
             let fd = self.fd(attr.ino)?;
@@ -1343,9 +1328,13 @@ fn proc_path(fd: RawFd) -> String {
 }
 
 fn open_path(path: &str, flags: i32) -> Result<OwnedFd, Errno> {
-    let cpath = cstring(OsStr::new(path))?;
-    // SAFETY: a NUL-terminated path.
-    let raw = unsafe { libc::open(cpath.as_ptr(), flags, 0) };
+    open_at(libc::AT_FDCWD, &cstring(OsStr::new(path))?, flags, 0)
+}
+
+/// `openat(dir, name, flags, mode)` as an owned descriptor.
+fn open_at(dir: RawFd, name: &CString, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+    // SAFETY: a NUL-terminated name; `dir` is open or AT_FDCWD.
+    let raw = unsafe { libc::openat(dir, name.as_ptr(), flags, mode) };
     if raw < 0 {
         return Err(last_errno());
     }
