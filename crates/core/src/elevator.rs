@@ -9,7 +9,7 @@
 use crate::group::Groups;
 use crate::policy::{Dispatch, Policy};
 use crate::qos::Qos;
-use crate::request::{FlowId, MergeLimits, Op, Request};
+use crate::request::{Direction, FlowId, MergeLimits, Op, Request};
 use crate::stage::Stage;
 use crate::time::Nanos;
 use crate::tunable::{self, TunableError, TunableSpec, Unit};
@@ -296,6 +296,44 @@ impl Elevator {
         }
     }
 
+    /// Offers `request` to the policy's merging alone, as a bio tries to merge before it
+    /// waits for a request: blk-mq's `blk_mq_submit_bio` calls `blk_mq_attempt_bio_merge`
+    /// before `blk_mq_get_new_requests` may sleep for a tag, as 2.6's `__make_request` called
+    /// `elv_merge` before `get_request_wait`. Nothing merges past a stage (blk-throttle sees
+    /// a bio before any merge), with `nomerges`, or for a flush.
+    pub fn merge_before_waiting(
+        &mut self,
+        request: Request,
+        now: Nanos,
+    ) -> Result<Admitted, Request> {
+        if self.stage.is_some() || self.nomerges || request.op == Op::Flush {
+            return Err(request);
+        }
+        self.policy.try_merge(request, self.merge_limits(), now)?;
+        self.stats.submitted += 1;
+        self.stats.merged += 1;
+        Ok(Admitted::Merged)
+    }
+
+    /// Whether a waiter of `group` in `direction` can have a request now ([`has_room_for`]);
+    /// one that cannot is counted as turned away for a full queue, as a failed
+    /// [`Elevator::submit`] is. A waiter without a request does not merge: the kernel's
+    /// sleeper in `blk_mq_get_tag` (`get_request_wait` in 2.6) tries no merge until it holds
+    /// one.
+    ///
+    /// [`has_room_for`]: Elevator::has_room_for
+    pub fn waiter_has_room(
+        &mut self,
+        group: crate::group::GroupId,
+        direction: crate::request::Direction,
+    ) -> bool {
+        let room = self.has_room_for(group, direction);
+        if !room {
+            self.stats.full += 1;
+        }
+        room
+    }
+
     /// A request past the stage: merged, or queued if there is room.
     fn enter(&mut self, request: Request, now: Nanos) -> Result<Admitted, Request> {
         let request = if self.nomerges {
@@ -531,8 +569,12 @@ impl Elevator {
 /// One turned away for its kind ([`Policy::may_allocate`]: bfq's async writes past half the
 /// requests) does not hold back others the policy keeps requests for (sync reads), as a task
 /// blocked in `blk_mq_get_tag` does not hold back another's allocation. When the queue is
-/// full, nobody passes anybody: the first one turned away ends the pass. The queue holds no
-/// more than the engines' submitters have in flight, which their job depths bound.
+/// full, nobody passes anybody: the first one turned away ends the pass. A request tries to
+/// merge once as it arrives, before it waits ([`Elevator::merge_before_waiting`]), and a
+/// waiter merges again only when it has a request (as the kernel's insert merge,
+/// `blk_mq_sched_try_insert_merge`, does): a full queue turns waiters away without asking the
+/// policy. The queue holds no more than the engines' submitters have in flight, which their
+/// job depths bound.
 ///
 /// The waiters are kept in lanes, one per flow and direction, each a FIFO, with the lanes'
 /// first waiters ordered by arrival: a pass visits lanes, not waiters, so a flow the policy
@@ -605,12 +647,20 @@ impl Waiters {
         now: Nanos,
         mut admitted: impl FnMut(crate::request::RequestId, crate::request::Direction, Admitted),
     ) {
+        request.arrival = now;
         if !self.is_empty() {
-            self.push(request);
-            self.admit(elevator, now, admitted);
+            // It tries to merge first, as a bio does before it waits for a request; else it
+            // waits behind the others.
+            let (id, direction) = (request.id, request.direction());
+            match elevator.merge_before_waiting(request, now) {
+                Ok(how) => admitted(id, direction, how),
+                Err(request) => {
+                    self.push(request);
+                    self.admit(elevator, now, admitted);
+                }
+            }
             return;
         }
-        request.arrival = now;
         let (id, direction) = (request.id, request.direction());
         match elevator.submit(request, now) {
             Ok(how) => admitted(id, direction, how),
@@ -626,12 +676,25 @@ impl Waiters {
         now: Nanos,
         mut admitted: impl FnMut(crate::request::RequestId, crate::request::Direction, Admitted),
     ) {
+        if self.is_empty() {
+            return;
+        }
+        let mut full = [Direction::Read, Direction::Write].map(|d| !elevator.has_room_in(d));
+        if full == [true; 2] {
+            // Nobody can have a request (with 1024 synchronous readers behind 64 requests,
+            // nearly every pass).
+            elevator.stats.full += 1;
+            return;
+        }
         let group_limits = elevator.nr_group_requests > 0;
         let mut stuck_flows = std::mem::take(&mut self.stuck_flows);
         let mut stuck_groups = std::mem::take(&mut self.stuck_groups);
-        stuck_flows.clear();
-        stuck_groups.clear();
-        let mut full = [false; 2];
+        if !stuck_flows.is_empty() {
+            stuck_flows.clear();
+        }
+        if !stuck_groups.is_empty() {
+            stuck_groups.clear();
+        }
         // One pass over the lanes' first waiters in arrival order, both directions merged; a
         // lane whose first waiter goes in shows its next, later in the same pass.
         let mut after: [Option<(u64, FlowId)>; 2] = [None; 2];
@@ -668,9 +731,20 @@ impl Waiters {
                 .get_mut(&lane)
                 .expect("a head's lane has waiters");
             let waiter = &queue.front().expect("a head's lane has waiters").1;
-            if stuck_flows.contains(&waiter.flow)
+            if (!stuck_flows.is_empty() && stuck_flows.contains(&waiter.flow))
                 || (group_limits && stuck_groups.contains(&waiter.group))
             {
+                continue;
+            }
+            let (flow, group, direction) = (waiter.flow, waiter.group, waiter.direction());
+            if !elevator.waiter_has_room(group, direction) {
+                // Full: nobody passes anybody (with `request_lists`, in that direction); a
+                // group at its `nr_group_requests` holds back its own.
+                mark_full(elevator, direction, &mut full);
+                stuck_flows.insert(flow);
+                if group_limits {
+                    stuck_groups.insert(group);
+                }
                 continue;
             }
             let (_, mut request) = queue.pop_front().expect("a head's lane has waiters");
@@ -696,13 +770,9 @@ impl Waiters {
                     admitted(id, direction, how)
                 }
                 Err(request) => {
-                    // Full: nobody passes anybody (with `request_lists`, in that direction).
-                    let direction = request.direction();
-                    if elevator.per_direction {
-                        full[direction_index(direction)] = !elevator.has_room_in(direction);
-                    } else {
-                        full = [!elevator.has_room(); 2];
-                    }
+                    // Turned away with room (the policy's `may_allocate`, or a stage's
+                    // released requests ahead): its flow waits on, and others may pass.
+                    mark_full(elevator, request.direction(), &mut full);
                     stuck_flows.insert(request.flow);
                     if group_limits {
                         stuck_groups.insert(request.group);
@@ -713,6 +783,16 @@ impl Waiters {
         }
         self.stuck_flows = stuck_flows;
         self.stuck_groups = stuck_groups;
+    }
+}
+
+/// Marks the directions with no room left: both when reads and writes share one pool,
+/// else `direction`'s list ([`Elevator::has_room_in`]).
+fn mark_full(elevator: &Elevator, direction: crate::request::Direction, full: &mut [bool; 2]) {
+    if elevator.per_direction {
+        full[direction_index(direction)] = !elevator.has_room_in(direction);
+    } else {
+        *full = [!elevator.has_room(); 2];
     }
 }
 
