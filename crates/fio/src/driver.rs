@@ -85,6 +85,12 @@ pub struct JobState {
     /// Its start came while a job it waits for (`wait_for`) was still running: it starts
     /// when the last of them finishes.
     pub waiting: bool,
+    /// Another job waits for this one's name (`wait_for`), so its end may start that one
+    /// (set by [`start_all`]; until then, assumed).
+    waited_on: bool,
+    /// The first job after it with `stonewall`, the next phase's first (set by
+    /// [`start_all`]; until then, looked for).
+    next_wall: NextWall,
     /// Another job's `exitall`, or steady state, ended it (fio's `td->terminate`): it does
     /// not go on to the verify read-back (fio's `do_verify` loops `while (!td->terminate)`).
     pub terminated: bool,
@@ -183,6 +189,8 @@ impl JobState {
             in_flight: 0,
             start_at: None,
             waiting: false,
+            waited_on: true,
+            next_wall: NextWall::Unknown,
             terminated: false,
             steady: None,
             steady_counted: (0, 0),
@@ -935,10 +943,55 @@ fn schedule_start<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) 
     engine.timer(at, Timer::Start(index));
 }
 
-/// Sets the start of every job of the first phase (before the first stonewall).
+/// Where the next phase of a job file begins after a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NextWall {
+    /// Not worked out: look.
+    Unknown,
+    /// At the job of this index, which has `stonewall`.
+    At(usize),
+    /// No later job has `stonewall`.
+    None,
+}
+
+/// The first job after `index` with `stonewall`.
+fn next_wall(jobs: &[JobState], index: usize) -> Option<usize> {
+    match jobs[index].next_wall {
+        NextWall::At(wall) => Some(wall),
+        NextWall::None => None,
+        NextWall::Unknown => (index + 1..jobs.len()).find(|&i| jobs[i].spec.stonewall),
+    }
+}
+
+/// Sets the start of every job of the first phase (before the first stonewall), having
+/// worked out once which jobs others wait for and where each phase begins, so that a job's
+/// end looks at the jobs it may start rather than at every job (with 1024 jobs, two scans
+/// of every job at each job's end were a tenth of a run's cache misses).
 pub fn start_all<E: Engine + ?Sized>(engine: &mut E, now: Nanos) {
+    let jobs = engine.jobs();
+    let waited: std::collections::HashSet<String> = jobs
+        .iter()
+        .filter_map(|job| job.spec.wait_for.clone())
+        .collect();
+    let mut wall = NextWall::None;
+    for (index, job) in jobs.iter_mut().enumerate().rev() {
+        job.waited_on = waited.contains(&job.spec.name);
+        job.next_wall = wall;
+        if job.spec.stonewall {
+            wall = NextWall::At(index);
+        }
+    }
+    // barrier_open for each job in one pass: the jobs before the last wall at or before it
+    // (the first job's own stonewall counting for nothing) must all be done.
+    let mut done_so_far = true;
+    let mut open = true;
     for index in 0..engine.jobs().len() {
-        if barrier_open(engine.jobs(), index) {
+        let jobs = engine.jobs();
+        if index > 0 && jobs[index].spec.stonewall {
+            open = done_so_far;
+        }
+        done_so_far &= jobs[index].phase == Phase::Done;
+        if open {
             schedule_start(engine, index, now);
         }
     }
@@ -1177,23 +1230,29 @@ pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
         terminate(engine, index, what, now);
     }
     let jobs = engine.jobs();
-    let opened = (index + 1..jobs.len()).find(|&later| {
-        jobs[later].phase == Phase::Pending
+    let mut wall = next_wall(jobs, index);
+    let mut opened = None;
+    while let Some(later) = wall {
+        if jobs[later].phase == Phase::Pending
             && jobs[later].start_at.is_none()
-            && jobs[later].spec.stonewall
             && barrier_open(jobs, later)
-    });
+        {
+            opened = Some(later);
+            break;
+        }
+        wall = next_wall(jobs, later);
+    }
     if let Some(later) = opened {
         // Open this wall: it and every job up to the next wall start now.
-        let next_wall = (later + 1..jobs.len())
-            .find(|&i| jobs[i].spec.stonewall)
-            .unwrap_or(jobs.len());
-        for starting in later..next_wall {
+        let end = next_wall(jobs, later).unwrap_or(jobs.len());
+        for starting in later..end {
             schedule_start(engine, starting, now);
         }
     }
     // The jobs that were waiting for this one's name start if none of that name is left.
-    start_ready_waiters(engine, now);
+    if engine.jobs()[index].waited_on {
+        start_ready_waiters(engine, now);
+    }
 }
 
 /// The jobs judged together with job `index` for steady state: its group's under
