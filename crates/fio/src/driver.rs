@@ -70,6 +70,8 @@ pub enum Timer {
 pub struct JobState {
     /// The job as the job file describes it (its priority as its group sets it).
     pub spec: JobSpec,
+    /// Which of the spec's options each I/O's path must look at.
+    uses: Uses,
     /// Where it is.
     pub phase: Phase,
     /// Most I/Os in flight: `iodepth` for an asynchronous engine, else 1.
@@ -148,6 +150,52 @@ pub struct JobState {
     pub result: JobResult,
 }
 
+/// Which of a job's options the path of each of its I/Os must look at, worked out once from
+/// its spec: a few bytes beside the job's counters instead of fields spread over the spec's
+/// many cache lines (with 1024 jobs, a job's state has left the cache by its next I/O, and
+/// each field read was a miss).
+#[derive(Clone, Copy, Debug, Default)]
+struct Uses {
+    /// `ioengine` is asynchronous (slat is its own).
+    async_engine: bool,
+    /// `flow`.
+    flow: bool,
+    /// `thinktime`.
+    thinktime: bool,
+    /// `rate` or `rate_iops` in some direction.
+    rate: bool,
+    /// `rate_process=poisson`.
+    rate_poisson: bool,
+    /// `rate_min` or `rate_iops_min` in some direction.
+    rate_min: bool,
+    /// `fsync` (every N writes).
+    fsync_every: bool,
+    /// `sync_file_range`.
+    sync_file_range: bool,
+    /// `steadystate`.
+    steadystate: bool,
+}
+
+impl Uses {
+    fn of(spec: &JobSpec) -> Uses {
+        Uses {
+            async_engine: spec.engine.is_async(),
+            flow: spec.flow.is_some(),
+            thinktime: spec.thinktime > 0,
+            rate: spec.rate.iter().chain(&spec.rate_iops).any(|&r| r > 0),
+            rate_poisson: spec.rate_poisson,
+            rate_min: spec
+                .rate_min
+                .iter()
+                .chain(&spec.rate_iops_min)
+                .any(|&r| r > 0),
+            fsync_every: spec.fsync_every > 0,
+            sync_file_range: spec.sync_file_range.is_some(),
+            steadystate: spec.steadystate.is_some(),
+        }
+    }
+}
+
 impl JobState {
     /// Job `index` of a run seeded `seed`, drawing its I/O from `generator`; `region_bytes` is
     /// the size of its files (what it covers per loop unless `io_size` says otherwise).
@@ -181,6 +229,7 @@ impl JobState {
         let depth = if latency.is_some() { 1 } else { full_depth };
         let result = JobResult::for_job(&spec, index as u32 + 1);
         JobState {
+            uses: Uses::of(&spec),
             spec,
             phase: Phase::Pending,
             depth,
@@ -311,7 +360,7 @@ impl JobState {
         if io.flush {
             self.result.sync.record(at - io.created);
         } else {
-            let (slat, clat) = if self.spec.engine.is_async() {
+            let (slat, clat) = if self.uses.async_engine {
                 (Some(io.admitted - io.created), at - io.admitted)
             } else {
                 (None, at - io.created)
@@ -357,10 +406,10 @@ impl JobState {
         if now >= self.measure_start {
             self.result.iodepth_levels[iodepth_bucket(self.in_flight)] += 1;
         }
-        if self.spec.flow.is_some() {
+        if self.uses.flow {
             self.flow_issued += 1;
         }
-        if self.spec.thinktime > 0
+        if self.uses.thinktime
             && self.ios_issued % u64::from(self.spec.thinktime_blocks.max(1)) == 0
         {
             self.quiesce(self.spec.thinktime);
@@ -394,7 +443,7 @@ impl JobState {
     /// each direction with a `rate_min` or `rate_iops_min` that the job has done I/O in must
     /// have done at least that much over every `rate_cycle`. Returns the message of the first shortfall.
     fn check_min_rate(&mut self, now: Nanos) -> Option<String> {
-        if now.saturating_sub(self.started_at) < 2 * SECOND {
+        if !self.uses.rate_min || now.saturating_sub(self.started_at) < 2 * SECOND {
             return None;
         }
         for dir in 0..3 {
@@ -533,14 +582,16 @@ impl JobState {
         }
         // fio decides on a sync as it gets the next I/O (get_io_u): none after the last write
         // of a job that has no more to do (end_fsync is for that).
-        if self.spec.fsync_every > 0 && self.writes_since_flush >= self.spec.fsync_every {
+        if self.uses.fsync_every && self.writes_since_flush >= self.spec.fsync_every {
             self.writes_since_flush = 0;
             return Step::Flush(SyncKind::Every);
         }
-        if let Some(range) = self.spec.sync_file_range {
-            if self.writes_since_range >= range.every {
-                self.writes_since_range = 0;
-                return Step::Flush(SyncKind::Range(range.flags));
+        if self.uses.sync_file_range {
+            if let Some(range) = self.spec.sync_file_range {
+                if self.writes_since_range >= range.every {
+                    self.writes_since_range = 0;
+                    return Step::Flush(SyncKind::Range(range.flags));
+                }
             }
         }
         if !flow_ok {
@@ -580,7 +631,9 @@ impl JobState {
                 .checked_div(u128::from(rate))
                 .map(|since| u64::try_from(since).unwrap_or(u64::MAX))
         };
-        if self.spec.rate_poisson {
+        if !self.uses.rate {
+            // No rate: the I/O may go now.
+        } else if self.spec.rate_poisson {
             // fio's usec_for_io: the rate as I/Os of the smallest block size, and each I/O
             // an exponential gap after the previous one's turn.
             let min_bs = self.spec.bs[dir].min().max(1);
@@ -631,7 +684,7 @@ impl JobState {
             }
         }
         self.staged = None;
-        if self.spec.rate_poisson {
+        if self.uses.rate_poisson {
             self.draw_poisson_gap(dir);
         }
         let prio = self.io_prio(io.dir, io.len);
@@ -1066,6 +1119,9 @@ pub fn wake<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
 /// share of the I/Os its flow's running jobs have issued may not pass its share of their
 /// weights. A job leaves the count when it is done (fio's `flow_exit_job`).
 fn flow_allows(jobs: &[JobState], index: usize) -> bool {
+    if !jobs[index].uses.flow {
+        return true;
+    }
     let Some(flow) = jobs[index].spec.flow else {
         return true;
     };
@@ -1162,7 +1218,7 @@ pub fn completed<E: Engine + ?Sized>(engine: &mut E, io: &Issued, at: Nanos) {
         }
     }
     let job = &mut engine.jobs()[index];
-    if job.spec.steadystate.is_some() && steady_check(engine, index, at) {
+    if job.uses.steadystate && steady_check(engine, index, at) {
         return;
     }
     let job = &mut engine.jobs()[index];

@@ -442,7 +442,8 @@ pub struct Simulation {
     trace: Option<Vec<TraceEntry>>,
     /// Completion to issuer delay (`wakeup_latency`).
     wakeup_latency: Nanos,
-    /// Completed device requests whose issuers have not yet been told, by carrier id.
+    /// Completed device requests whose issuers have not yet been told, by carrier id: the
+    /// operation, the requests merged into the carrier, and the error.
     notifications: FxHashMap<u64, (Op, Vec<RequestId>, Option<i32>)>,
     /// The host's page cache, read-ahead state per (job, file), and the buffered reads
     /// waiting for pages (by an id of their own), with who waits for each page.
@@ -955,12 +956,13 @@ impl Simulation {
             }
             match event {
                 Event::Notify(carrier) => {
-                    let (op, ids, error) = self
+                    let (op, merged, error) = self
                         .notifications
                         .remove(&carrier)
                         .expect("each completion is notified once");
-                    for id in ids {
-                        self.finish_io(id, RequestId(carrier), op, time, error);
+                    let carrier = RequestId(carrier);
+                    for id in std::iter::once(carrier).chain(merged) {
+                        self.finish_io(id, carrier, op, time, error);
                     }
                 }
                 Event::CacheDone(id) => self.cache_done(id, time),
@@ -1704,10 +1706,9 @@ impl Simulation {
             return;
         }
         let told = (at + self.wakeup_latency).max(self.now);
-        let mut ids = request.merged;
-        ids.insert(0, carrier_id);
+        // The carrier's merged companions as they are (no allocation when there are none).
         self.notifications
-            .insert(carrier_id.0, (request.op, ids, error));
+            .insert(carrier_id.0, (request.op, request.merged, error));
         self.events.push(told, Event::Notify(carrier_id.0));
     }
 

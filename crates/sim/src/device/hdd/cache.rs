@@ -114,19 +114,25 @@ impl ReadCache {
     /// streams as segments, each served a few requests in turn (HTBS's B_max), every turn
     /// missed.
     pub fn allocate(&mut self, first: u64, end: u64) -> (usize, bool) {
-        let continued = (0..self.segments.len()).find(|&index| {
-            let segment = &self.segments[index];
-            segment.last_used != 0
+        // One pass: the first segment the read continues, else the least recently used
+        // (the first of equals).
+        let mut continued = None;
+        let mut oldest = (u64::MAX, 0);
+        for (index, segment) in self.segments.iter().enumerate() {
+            if segment.last_used != 0
                 && (segment.end == first
-                    || (first >= self.valid_start(index, segment.end)
+                    || (first >= segment.start.max(segment.end.saturating_sub(self.segment_sectors))
                         && first < segment.end
                         && segment.end < end))
-        });
-        let index = continued.unwrap_or_else(|| {
-            (0..self.segments.len())
-                .min_by_key(|&index| self.segments[index].last_used)
-                .expect("at least one segment")
-        });
+            {
+                continued = Some(index);
+                break;
+            }
+            if segment.last_used < oldest.0 {
+                oldest = (segment.last_used, index);
+            }
+        }
+        let index = continued.unwrap_or(oldest.1);
         self.clock += 1;
         self.segments[index] = Segment {
             start: first,
