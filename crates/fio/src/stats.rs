@@ -304,9 +304,10 @@ pub struct TimeSeries {
     iops: Moments,
     /// The chart's window is `interval << shift`.
     shift: u32,
-    /// What completed in each chart window, the four counts of a window side by side (one
-    /// cache line touched per I/O).
-    chart: Vec<Window>,
+    /// What completed in each chart window that had completions, by window, in order; the
+    /// windows without any are not kept (a job among 1024 on a disk completes an I/O every
+    /// few windows, and filling the gaps was most of its chart's cost and memory).
+    chart: Vec<(u32, Window)>,
 }
 
 /// One window of a [`TimeSeries`] chart.
@@ -320,6 +321,14 @@ struct Window {
 }
 
 impl Window {
+    /// One I/O of `bytes` that took `clat` counted in.
+    fn add(&mut self, bytes: u64, clat: Nanos) {
+        self.bytes += bytes;
+        self.ios += 1;
+        self.clat_sum = self.clat_sum.saturating_add(clat);
+        self.clat_max = self.clat_max.max(clat);
+    }
+
     /// Two windows (neighbours being paired up, or two jobs' same window) as one.
     fn join(self, other: Window) -> Window {
         Window {
@@ -372,15 +381,35 @@ impl TimeSeries {
         while (window >> self.shift) as usize >= TIME_SERIES_WINDOWS_MAX {
             self.coarsen();
         }
-        let slot = (window >> self.shift) as usize;
-        if self.chart.len() <= slot {
-            self.chart.resize(slot + 1, Window::default());
+        let slot = (window >> self.shift) as u32;
+        match self.chart.last_mut() {
+            Some((last, counts)) if *last == slot => counts.add(bytes, clat),
+            Some((last, _)) if *last > slot => {
+                // Late: into its own window, wherever it is.
+                let at = self.chart.partition_point(|&(s, _)| s < slot);
+                if self.chart[at].0 != slot {
+                    self.chart.insert(at, (slot, Window::default()));
+                }
+                self.chart[at].1.add(bytes, clat);
+            }
+            _ => {
+                let mut counts = Window::default();
+                counts.add(bytes, clat);
+                self.chart.push((slot, counts));
+            }
         }
-        let counts = &mut self.chart[slot];
-        counts.bytes += bytes;
-        counts.ios += 1;
-        counts.clat_sum = counts.clat_sum.saturating_add(clat);
-        counts.clat_max = counts.clat_max.max(clat);
+    }
+
+    /// The chart's first `whole` windows, idle ones included.
+    fn dense_chart(&self, whole: usize) -> Vec<Window> {
+        let mut dense = vec![Window::default(); whole];
+        for &(slot, counts) in &self.chart {
+            match dense.get_mut(slot as usize) {
+                Some(window) => *window = counts,
+                None => break,
+            }
+        }
+        dense
     }
 
     /// Takes the open window's rate samples into the statistics.
@@ -403,12 +432,18 @@ impl TimeSeries {
 
     /// Halves the chart's resolution: each pair of windows becomes one.
     fn coarsen(&mut self) {
-        let pairs = self.chart.len().div_ceil(2);
-        for pair in 0..pairs {
-            let second = self.chart.get(2 * pair + 1).copied().unwrap_or_default();
-            self.chart[pair] = self.chart[2 * pair].join(second);
+        let mut kept = 0;
+        for index in 0..self.chart.len() {
+            let (slot, counts) = self.chart[index];
+            let pair = slot >> 1;
+            if kept > 0 && self.chart[kept - 1].0 == pair {
+                self.chart[kept - 1].1 = self.chart[kept - 1].1.join(counts);
+            } else {
+                self.chart[kept] = (pair, counts);
+                kept += 1;
+            }
         }
-        self.chart.truncate(pairs);
+        self.chart.truncate(kept);
         self.shift += 1;
     }
 
@@ -447,21 +482,21 @@ impl TimeSeries {
     /// whole windows inside `duration`; `None` for a window without I/O.
     pub fn latency_samples(&self, duration: Nanos) -> Vec<Option<(f64, u64)>> {
         let whole = ((duration / self.window()) as usize).min(TIME_SERIES_WINDOWS_MAX);
-        (0..whole)
-            .map(
-                |window| match self.chart.get(window).copied().unwrap_or_default() {
-                    Window { ios: 0, .. } => None,
-                    w => Some((w.clat_sum as f64 / w.ios as f64, w.clat_max)),
-                },
-            )
+        self.dense_chart(whole)
+            .into_iter()
+            .map(|window| match window {
+                Window { ios: 0, .. } => None,
+                w => Some((w.clat_sum as f64 / w.ios as f64, w.clat_max)),
+            })
             .collect()
     }
 
     fn rates_per_second(&self, duration: Nanos, count: fn(&Window) -> u64) -> Vec<f64> {
         let whole = ((duration / self.window()) as usize).min(TIME_SERIES_WINDOWS_MAX);
         let per_second = 1e9 / self.window() as f64;
-        (0..whole)
-            .map(|window| self.chart.get(window).map_or(0, count) as f64 * per_second)
+        self.dense_chart(whole)
+            .iter()
+            .map(|window| count(window) as f64 * per_second)
             .collect()
     }
 
@@ -475,12 +510,25 @@ impl TimeSeries {
         while other.shift < self.shift {
             other.coarsen();
         }
-        if self.chart.len() < other.chart.len() {
-            self.chart.resize(other.chart.len(), Window::default());
+        // The two charts' windows in order, a window both have joined.
+        let mine = std::mem::take(&mut self.chart);
+        let mut merged = Vec::with_capacity(mine.len() + other.chart.len());
+        let (mut a, mut b) = (mine.iter().peekable(), other.chart.iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(&&(x, wx)), Some(&&(y, wy))) if x == y => {
+                    a.next();
+                    b.next();
+                    (x, wx.join(wy))
+                }
+                (Some(&&(x, _)), Some(&&(y, _))) if y < x => *b.next().expect("peeked"),
+                (Some(_), _) => *a.next().expect("peeked"),
+                (None, Some(_)) => *b.next().expect("peeked"),
+                (None, None) => break,
+            };
+            merged.push(next);
         }
-        for (mine, theirs) in self.chart.iter_mut().zip(&other.chart) {
-            *mine = mine.join(*theirs);
-        }
+        self.chart = merged;
         match (&mut self.open, other.open) {
             (Some(mine), Some(theirs)) if mine.0 == theirs.0 => {
                 mine.1 += theirs.1;
@@ -1035,6 +1083,105 @@ mod tests {
 #[cfg(test)]
 mod series_tests {
     use super::*;
+
+    /// The chart as it was kept before windows without I/O were left out: every window, as a
+    /// dense vector, coarsened by pairing neighbours. The model for the sparse chart.
+    fn dense_model(records: &[(u64, u64, u64)], interval: Nanos) -> (Vec<Window>, u32) {
+        let (mut chart, mut shift) = (Vec::<Window>::new(), 0u32);
+        for &(since, bytes, clat) in records {
+            let window = since / interval;
+            while (window >> shift) as usize >= TIME_SERIES_WINDOWS_MAX {
+                let pairs = chart.len().div_ceil(2);
+                for pair in 0..pairs {
+                    let second = chart.get(2 * pair + 1).copied().unwrap_or_default();
+                    chart[pair] = chart[2 * pair].join(second);
+                }
+                chart.truncate(pairs);
+                shift += 1;
+            }
+            let slot = (window >> shift) as usize;
+            if chart.len() <= slot {
+                chart.resize(slot + 1, Window::default());
+            }
+            chart[slot].add(bytes, clat);
+        }
+        (chart, shift)
+    }
+
+    proptest::proptest! {
+        // Proves the sparse chart (only windows with I/O kept) reports what a dense chart of
+        // every window reports, whatever the gaps, late completions and coarsening, and that
+        // merging two jobs' charts (group reporting) joins them window by window.
+        #[test]
+        fn a_sparse_chart_reports_as_a_dense_one(
+            steps in proptest::collection::vec((0u64..40, 0u64..3, 1u64..9000, 1u64..100_000), 1..200),
+            other_steps in proptest::collection::vec((0u64..400, 1u64..9000), 0..50),
+        ) {
+            let interval = 10;
+            let mut series = TimeSeries::new(interval);
+            let mut records = Vec::new();
+            let mut now = 0u64;
+            for (gap, late, bytes, clat) in steps {
+                // Mostly forward in time by up to 40 windows (a long gap coarsens the chart);
+                // now and then a completion a window or two late.
+                now += gap * gap * interval;
+                let since = now.saturating_sub(late * interval);
+                series.record(since, bytes, clat);
+                records.push((since, bytes, clat));
+            }
+            let (dense, shift) = dense_model(&records, interval);
+            proptest::prop_assert_eq!(series.window(), interval << shift);
+            let shown = (dense.len() + 3).min(TIME_SERIES_WINDOWS_MAX);
+            let runtime = (dense.len() as u64 + 3) * series.window();
+            let expected: Vec<f64> = (0..shown)
+                .map(|w| dense.get(w).map_or(0, |c| c.bytes) as f64 * 1e9 / series.window() as f64)
+                .collect();
+            proptest::prop_assert_eq!(series.bandwidth_samples(runtime), expected);
+            let latency: Vec<Option<(f64, u64)>> = (0..shown)
+                .map(|w| match dense.get(w).copied().unwrap_or_default() {
+                    Window { ios: 0, .. } => None,
+                    c => Some((c.clat_sum as f64 / c.ios as f64, c.clat_max)),
+                })
+                .collect();
+            proptest::prop_assert_eq!(series.latency_samples(runtime), latency);
+
+            let mut other = TimeSeries::new(interval);
+            let mut other_records = Vec::new();
+            let mut then = 0;
+            for (gap, bytes) in other_steps {
+                then += gap * interval;
+                other.record(then, bytes, 7);
+                other_records.push((then, bytes, 7));
+            }
+            let (other_dense, other_shift) = dense_model(&other_records, interval);
+            let mut joined = series.clone();
+            joined.merge(&other);
+            let shift = shift.max(other_shift);
+            proptest::prop_assert_eq!(joined.window(), interval << shift);
+            // The model: each dense chart coarsened to the joint shift, added window by window.
+            let coarse = |chart: &[Window], from: u32| {
+                let mut out: Vec<Window> = Vec::new();
+                for (slot, counts) in chart.iter().enumerate() {
+                    let at = slot >> (shift - from);
+                    if out.len() <= at {
+                        out.resize(at + 1, Window::default());
+                    }
+                    out[at] = out[at].join(*counts);
+                }
+                out
+            };
+            let (a, b) = (coarse(&dense, series.shift), coarse(&other_dense, other_shift));
+            let len = a.len().max(b.len());
+            let runtime = (len as u64 + 1) * joined.window();
+            let expected: Vec<f64> = (0..(len + 1).min(TIME_SERIES_WINDOWS_MAX))
+                .map(|w| {
+                    let ios = a.get(w).map_or(0, |c| c.ios) + b.get(w).map_or(0, |c| c.ios);
+                    ios as f64 * 1e9 / joined.window() as f64
+                })
+                .collect();
+            proptest::prop_assert_eq!(joined.iops_samples(runtime), expected);
+        }
+    }
 
     // Proves a chart keeps at most TIME_SERIES_WINDOWS_MAX windows, pairing them up as the run
     // grows, and loses no completion doing so; the rate samples stay at 500 ms windows.

@@ -1777,12 +1777,30 @@ impl Simulation {
             unit: host.unit.symbol().to_string(),
             note: host.doc.to_string(),
         });
-        let mut jobs = Vec::with_capacity(self.jobs.len());
-        for run in &mut self.jobs {
-            let mut result = run.result.clone();
-            result.finish(result.runtime);
-            jobs.push(result);
-        }
+        let notes = self
+            .notes
+            .iter()
+            .cloned()
+            .chain(self.jobs.iter().zip(&self.own).filter_map(|(run, own)| {
+                let state = own.verify.as_ref()?;
+                Some(format!(
+                    "{}: job {:?}: {}",
+                    run.spec.location,
+                    run.spec.name,
+                    state.outcome(run.spec.writes())
+                ))
+            }))
+            .collect();
+        // The run is over: each job's result moves into the report rather than being copied
+        // (with 1024 jobs, copying their histograms and charts was a sixth of a short run).
+        let jobs = std::mem::take(&mut self.jobs)
+            .into_iter()
+            .map(|run| {
+                let mut result = run.result;
+                result.finish(result.runtime);
+                result
+            })
+            .collect();
         let mut counters = scheduler_counters(&self.elevator);
         if self.cache_hits + self.cache_waits + self.cache_misses > 0 {
             counters.extend([
@@ -1808,20 +1826,7 @@ impl Simulation {
             jobs,
             disk: disk_util,
             device_counters: counters,
-            notes: self
-                .notes
-                .iter()
-                .cloned()
-                .chain(self.jobs.iter().zip(&self.own).filter_map(|(run, own)| {
-                    let state = own.verify.as_ref()?;
-                    Some(format!(
-                        "{}: job {:?}: {}",
-                        run.spec.location,
-                        run.spec.name,
-                        state.outcome(run.spec.writes())
-                    ))
-                }))
-                .collect(),
+            notes,
             duration,
             started_ms: None,
             global_options: Vec::new(),
