@@ -322,11 +322,7 @@ impl Elevator {
     /// one.
     ///
     /// [`has_room_for`]: Elevator::has_room_for
-    pub fn waiter_has_room(
-        &mut self,
-        group: crate::group::GroupId,
-        direction: crate::request::Direction,
-    ) -> bool {
+    pub fn waiter_has_room(&mut self, group: crate::group::GroupId, direction: Direction) -> bool {
         let room = self.has_room_for(group, direction);
         if !room {
             self.stats.full += 1;
@@ -788,7 +784,7 @@ impl Waiters {
 
 /// Marks the directions with no room left: both when reads and writes share one pool,
 /// else `direction`'s list ([`Elevator::has_room_in`]).
-fn mark_full(elevator: &Elevator, direction: crate::request::Direction, full: &mut [bool; 2]) {
+fn mark_full(elevator: &Elevator, direction: Direction, full: &mut [bool; 2]) {
     if elevator.per_direction {
         full[direction_index(direction)] = !elevator.has_room_in(direction);
     } else {

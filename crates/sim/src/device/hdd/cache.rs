@@ -121,7 +121,7 @@ impl ReadCache {
         for (index, segment) in self.segments.iter().enumerate() {
             if segment.last_used != 0
                 && (segment.end == first
-                    || (first >= segment.start.max(segment.end.saturating_sub(self.segment_sectors))
+                    || (first >= self.valid_start(index, segment.end)
                         && first < segment.end
                         && segment.end < end))
             {
