@@ -13,6 +13,8 @@ pub enum Unit {
     Milliseconds,
     /// Microseconds of time.
     Microseconds,
+    /// Nanoseconds of time (kyber's `read_lat_nsec`).
+    Nanoseconds,
     /// A number of requests.
     Requests,
     /// Kibibytes (1024 bytes).
@@ -31,6 +33,7 @@ impl Unit {
         match self {
             Unit::Milliseconds => "ms",
             Unit::Microseconds => "us",
+            Unit::Nanoseconds => "ns",
             Unit::Requests => "requests",
             Unit::Kibibytes => "KiB",
             Unit::Bytes => "bytes",
@@ -135,27 +138,21 @@ impl TunableSpec {
                 "0" | "off" | "false" | "no" => 0,
                 _ => return Err(bad("expected 0 or 1")),
             },
-            Unit::Milliseconds | Unit::Microseconds => {
+            Unit::Milliseconds | Unit::Microseconds | Unit::Nanoseconds => {
                 let (digits, suffix) = split_number(trimmed);
                 let number: u64 = digits.parse().map_err(|_| bad("expected a whole number"))?;
+                let unit_nanos: u64 = match self.unit {
+                    Unit::Milliseconds => 1_000_000,
+                    Unit::Microseconds => 1_000,
+                    _ => 1,
+                };
                 let nanos_per_unit: u64 = match suffix.to_ascii_lowercase().as_str() {
-                    "" => {
-                        if self.unit == Unit::Milliseconds {
-                            1_000_000
-                        } else {
-                            1_000
-                        }
-                    }
-                    "ns" => 1,
+                    "" => unit_nanos,
+                    "ns" | "nsec" => 1,
                     "us" | "usec" => 1_000,
                     "ms" | "msec" => 1_000_000,
                     "s" | "sec" => 1_000_000_000,
                     _ => return Err(bad("unknown time suffix; use ns, us, ms or s")),
-                };
-                let unit_nanos = if self.unit == Unit::Milliseconds {
-                    1_000_000
-                } else {
-                    1_000
                 };
                 let nanos = number
                     .checked_mul(nanos_per_unit)

@@ -550,6 +550,12 @@ fn policy_promise(policy: &str, e: &Elevator, load: &Load, job: &Job, grouped: b
     let priorities = e.get("priorities").ok() == Some(1);
     match policy {
         "noop" => Promise::Within(fifo),
+        "kyber" => {
+            // Each domain is a FIFO and the domains take turns in bounded batches, so nothing
+            // passes a request but requests that exist beside it; tokens only bound how many
+            // are in the device at once.
+            Promise::Within(fifo)
+        }
         "deadline" => {
             // Expiry starts a batch within (writes_starved + 1) batches of the other
             // direction; with priorities, a lower class waits at most prio_aging_expire.

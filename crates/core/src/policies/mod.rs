@@ -59,6 +59,7 @@ macro_rules! register {
 register! {
     noop,
     deadline,
+    kyber,
     anticipatory,
     cfq,
     bfq,
