@@ -106,29 +106,50 @@ pub enum PrioClassPolicy {
     NoChange,
     /// `promote-to-rt`: requests not already RT become RT level 4.
     PromoteToRt,
-    /// `restrict-to-be`: RT and unset requests become BE (keeping their level); IDLE stays.
+    /// `restrict-to-be`: RT requests become BE level 0, unset ones BE at their nice level;
+    /// BE and IDLE ones are kept.
     RestrictToBe,
     /// `idle`: every request becomes IDLE.
     Idle,
 }
 
 impl PrioClassPolicy {
-    /// The priority a request of this group is given, from the one its issuer set.
+    /// The priority a request of this group is given, from the one its issuer set:
+    /// `blkcg_set_ioprio` (block/blk-ioprio.c). A request without a class has already taken
+    /// its task's (best effort, the level from its nice value: `bio_set_ioprio`); then
+    /// `promote-to-rt` (and its old name `none-to-rt`) makes any non-RT request RT level 4, and
+    /// `restrict-to-be` and `idle` keep the lower of the request's priority and the class at
+    /// level 0 (`max_t` of the raw values, where a larger class is a lower priority): an RT
+    /// request becomes BE level 0, a BE one keeps its level, an IDLE one stays IDLE.
     pub fn apply(self, prio: crate::IoPrio) -> crate::IoPrio {
         use crate::ioprio::{IoPrio, IoPrioClass, IOPRIO_DEFAULT_LEVEL};
-        let class = prio.class();
         let build = |class, level| IoPrio::new(class, level).expect("levels stay in 0..8");
+        let class = prio.class();
+        // bio_set_ioprio: no class yet takes the task's, BE at its nice level.
+        let issued = if class == IoPrioClass::None {
+            build(IoPrioClass::Be, prio.effective_level())
+        } else {
+            prio
+        };
+        let floor = |floor: IoPrioClass| {
+            let rank = |c: IoPrioClass| match c {
+                IoPrioClass::None => 0,
+                IoPrioClass::Rt => 1,
+                IoPrioClass::Be => 2,
+                IoPrioClass::Idle => 3,
+            };
+            if rank(issued.class()) >= rank(floor) {
+                issued
+            } else {
+                build(floor, 0)
+            }
+        };
         match self {
             PrioClassPolicy::NoChange => prio,
             PrioClassPolicy::PromoteToRt if class == IoPrioClass::Rt => prio,
             PrioClassPolicy::PromoteToRt => build(IoPrioClass::Rt, IOPRIO_DEFAULT_LEVEL),
-            PrioClassPolicy::RestrictToBe => match class {
-                IoPrioClass::Rt | IoPrioClass::None => {
-                    build(IoPrioClass::Be, prio.effective_level())
-                }
-                _ => prio,
-            },
-            PrioClassPolicy::Idle => build(IoPrioClass::Idle, 0),
+            PrioClassPolicy::RestrictToBe => floor(IoPrioClass::Be),
+            PrioClassPolicy::Idle => floor(IoPrioClass::Idle),
         }
     }
 
@@ -219,9 +240,15 @@ pub const SETTING_FILES: &[&str] = &[
     "qos.reservation",
     "qos.weight",
     "qos.limit",
+    "io.cost.qos",
+    "io.cost.model",
 ];
 
-fn strip_device(value: &str) -> &str {
+/// The files only the root group has: `io.cost.qos` and `io.cost.model` (blk-iocost), one
+/// line per device.
+pub const ROOT_FILES: &[&str] = &["io.cost.qos", "io.cost.model"];
+
+pub(crate) fn strip_device(value: &str) -> &str {
     // "MAJ:MIN rest": one simulated or real device per run, so the device is not checked.
     let value = value.trim();
     match value.split_once(char::is_whitespace) {
@@ -318,6 +345,11 @@ impl GroupSettings {
                     }
                 };
             }
+            root if ROOT_FILES.contains(&root) => {
+                return Err(error(format!(
+                    "{root} exists only in the root group: write it to / (--group /:{root}=...)"
+                )))
+            }
             qos if qos.starts_with("qos.") => {
                 self.qos
                     .set(&qos["qos.".len()..], value)
@@ -343,6 +375,8 @@ pub struct Groups {
     by_path: HashMap<String, GroupId>,
     /// QoS per priority level (`@be/4` ...): every request of that level is one client.
     prio_qos: std::collections::BTreeMap<crate::IoPrio, crate::qos::Qos>,
+    /// The root group's `io.cost.qos` and `io.cost.model`.
+    cost: crate::iocost::CostSettings,
 }
 
 impl Default for Groups {
@@ -365,7 +399,13 @@ impl Groups {
             }],
             by_path,
             prio_qos: std::collections::BTreeMap::new(),
+            cost: crate::iocost::CostSettings::default(),
         }
+    }
+
+    /// The root group's `io.cost.qos` and `io.cost.model` (blk-iocost's settings).
+    pub fn cost(&self) -> &crate::iocost::CostSettings {
+        &self.cost
     }
 
     /// The QoS stated for priority levels (`--group @rt/0:qos.reservation=...`), by level
@@ -508,9 +548,12 @@ impl Groups {
         &self.entries[id.0 as usize].settings
     }
 
-    /// Writes cgroup file `file` of `id` (see [`GroupSettings::set`]). The root group has no
-    /// io controller files in cgroup v2, so writing them is refused.
+    /// Writes cgroup file `file` of `id` (see [`GroupSettings::set`]). The root group has
+    /// only `io.cost.qos` and `io.cost.model` in cgroup v2, so writing others is refused.
     pub fn set(&mut self, id: GroupId, file: &str, value: &str) -> Result<(), SettingError> {
+        if id == GroupId::ROOT && ROOT_FILES.contains(&file) {
+            return self.cost.set(file, value);
+        }
         if id == GroupId::ROOT {
             return Err(SettingError {
                 file: file.to_string(),
@@ -659,15 +702,19 @@ mod tests {
             IoPrio::new(IoPrioClass::Rt, 4).unwrap()
         );
         assert_eq!(PrioClassPolicy::PromoteToRt.apply(rt1), rt1);
+        // blkcg_set_ioprio's max_t: RT level 1 is a smaller raw value than BE level 0.
         assert_eq!(
             PrioClassPolicy::RestrictToBe.apply(rt1),
-            IoPrio::new(IoPrioClass::Be, 1).unwrap()
+            IoPrio::new(IoPrioClass::Be, 0).unwrap()
         );
+        assert_eq!(PrioClassPolicy::RestrictToBe.apply(be2), be2);
         assert_eq!(
             PrioClassPolicy::RestrictToBe.apply(IoPrio::NONE),
             IoPrio::new(IoPrioClass::Be, 4).unwrap()
         );
         assert_eq!(PrioClassPolicy::RestrictToBe.apply(idle), idle);
         assert_eq!(PrioClassPolicy::Idle.apply(rt1), idle);
+        let idle5 = IoPrio::new(IoPrioClass::Idle, 5).unwrap();
+        assert_eq!(PrioClassPolicy::Idle.apply(idle5), idle5);
     }
 }

@@ -30,6 +30,7 @@
 pub mod elevator;
 pub mod fq;
 pub mod group;
+pub mod iocost;
 pub mod ioprio;
 pub mod limits;
 pub mod policies;

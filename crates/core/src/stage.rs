@@ -61,6 +61,11 @@ pub const STAGES: &[(&str, &str, &[TunableSpec])] = &[
         "size-based proportional control (dm-ioband's weight-iosize): groups share bytes by io.weight",
         IOBAND_TUNABLES,
     ),
+    (
+        "iocost",
+        "cgroup v2 io.cost (blk-iocost): a linear cost model, vtime budgets by io.weight with donation, vrate from io.cost.qos latency targets",
+        crate::iocost::IOCOST_TUNABLES,
+    ),
 ];
 
 /// A fresh stage called `name`.
@@ -68,6 +73,7 @@ pub fn build(name: &str) -> Option<Box<dyn Stage>> {
     match name {
         "throttle" => Some(Box::new(Throttle::new())),
         "ioband" => Some(Box::new(Ioband::new())),
+        "iocost" => Some(Box::new(crate::iocost::Iocost::new())),
         _ => None,
     }
 }

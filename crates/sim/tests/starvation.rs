@@ -733,6 +733,7 @@ fn promise(stack: &str, e: &Elevator, load: &Load, job: &Job) -> Promise {
         None => 0,
         Some("throttle") => throttle_wait(e, load, job),
         Some("ioband") => ioband_wait(e, load, job),
+        Some("iocost") => iocost_wait(load, job),
         Some(other) => panic!("no promise stated for stage {other}"),
     };
     // The terms above add mechanisms that in fact interleave (a stage's release lands in
@@ -818,6 +819,25 @@ fn ioband_wait(e: &Elevator, load: &Load, job: &Job) -> Nanos {
     let epochs = queued.div_ceil(share) + 2;
     let epoch_time = (epoch / 4096) * load.svc + load.fifo;
     epochs * epoch_time + e.get("idle_grace").unwrap() * MICROSECOND
+}
+
+/// iocost: the group's queued requests pass at its share of the device's vtime (its weight
+/// against its siblings', down two levels at most), each costing what the kernel's default
+/// (rotational) model says; vrate never falls without latency targets (rpct=0), and a period
+/// (500 ms) passes before waiters are kicked again.
+fn iocost_wait(load: &Load, job: &Job) -> Nanos {
+    let total: u64 = load.mix.groups.iter().map(|g| u64::from(g.weight)).sum();
+    let lightest = u64::from(load.mix.groups.iter().map(|g| g.weight).min().unwrap());
+    let share = (lightest as f64 / total as f64).powi(2);
+    let cost = |j: &Job| 1.0 / 370.0 + (j.block_kib * 1024) as f64 / 174_019_176.0;
+    let queued: f64 = load
+        .mix
+        .jobs
+        .iter()
+        .filter(|j| j.group == job.group)
+        .map(|j| f64::from(j.depth) * cost(j))
+        .sum();
+    ((queued / share + 1.0) * SECOND as f64) as Nanos
 }
 
 /// A request that waited past its promise.
