@@ -165,7 +165,8 @@ impl Elevator {
     }
 
     /// Puts `stage` above the policy (`throttle+deadline`).
-    pub fn with_stage(mut self, stage: Box<dyn Stage>) -> Self {
+    pub fn with_stage(mut self, mut stage: Box<dyn Stage>) -> Self {
+        stage.set_nr_requests(self.nr_requests);
         self.stage = Some(stage);
         self
     }
@@ -498,7 +499,12 @@ impl Elevator {
         if let Ok(spec) = tunable::find(QUEUE_TUNABLES, name) {
             let value = spec.parse(text)?;
             match name {
-                "nr_requests" => self.nr_requests = value as u32,
+                "nr_requests" => {
+                    self.nr_requests = value as u32;
+                    if let Some(stage) = &mut self.stage {
+                        stage.set_nr_requests(self.nr_requests);
+                    }
+                }
                 "nr_group_requests" => {
                     if self.in_flight > 0 || self.policy.queued() > 0 {
                         return Err(TunableError::BadValue {

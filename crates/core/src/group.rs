@@ -173,6 +173,8 @@ pub struct GroupSettings {
     pub max: IoMax,
     /// `io.prio.class`.
     pub prio_class: PrioClassPolicy,
+    /// `io.latency`'s target in microseconds (blk-iolatency), if any.
+    pub latency_target_us: Option<u64>,
     /// `qos.rate`, `qos.burst`, `qos.delay`, `qos.reservation`, `qos.weight`, `qos.limit`
     /// (iosched's own files, for `pclock` and `htbs`).
     pub qos: crate::qos::Qos,
@@ -184,6 +186,7 @@ impl Default for GroupSettings {
             weight: IO_WEIGHT_DEFAULT,
             max: IoMax::default(),
             prio_class: PrioClassPolicy::NoChange,
+            latency_target_us: None,
             qos: crate::qos::Qos::default(),
         }
     }
@@ -234,6 +237,7 @@ pub const SETTING_FILES: &[&str] = &[
     "io.weight",
     "io.max",
     "io.prio.class",
+    "io.latency",
     "qos.rate",
     "qos.burst",
     "qos.delay",
@@ -343,6 +347,28 @@ impl GroupSettings {
                             "expected no-change, promote-to-rt, restrict-to-be or idle".into(),
                         ))
                     }
+                };
+            }
+            "io.latency" => {
+                // iolatency_set_limit: "[MAJ:MIN] target=USEC" or "target=max".
+                let text = strip_device(value);
+                let Some(target) = text.strip_prefix("target=") else {
+                    return Err(error(
+                        "expected target=MICROSECONDS or target=max (Invalid argument)".into(),
+                    ));
+                };
+                self.latency_target_us = match target.trim() {
+                    "max" => None,
+                    number => match number.parse::<u64>() {
+                        Ok(0) => None,
+                        Ok(us) => Some(us),
+                        Err(_) => {
+                            return Err(error(format!(
+                                "target={}: expected microseconds or max (Invalid argument)",
+                                crate::limits::cut(number)
+                            )))
+                        }
+                    },
                 };
             }
             root if ROOT_FILES.contains(&root) => {

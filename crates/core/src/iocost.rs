@@ -1245,6 +1245,15 @@ impl Stage for Iocost {
         self.waiting + self.ready.len()
     }
 
+    fn counters(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("vrate_pct", self.vrate_pct()),
+            ("busy_level", self.busy_level as f64),
+            ("periods", self.periods as f64),
+            ("period_ms", self.period_us as f64 / 1000.0),
+        ]
+    }
+
     fn set_groups(&mut self, groups: &Groups) {
         let settings = *groups.cost();
         if settings != self.settings {

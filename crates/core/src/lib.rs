@@ -31,6 +31,7 @@ pub mod elevator;
 pub mod fq;
 pub mod group;
 pub mod iocost;
+pub mod iolatency;
 pub mod ioprio;
 pub mod limits;
 pub mod policies;

@@ -36,6 +36,17 @@ pub trait Stage: Send {
     /// Requests held.
     fn held(&self) -> usize;
 
+    /// The queue's `nr_requests`, before any request and whenever it changes (blk-iolatency
+    /// scales depths against it).
+    fn set_nr_requests(&mut self, nr_requests: u32) {
+        let _ = nr_requests;
+    }
+
+    /// The stage's own state for a run's report (name and value), as debugfs shows it.
+    fn counters(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+
     /// Reads each group's settings (`io.max`, `io.weight`).
     fn set_groups(&mut self, groups: &Groups);
 
@@ -66,6 +77,11 @@ pub const STAGES: &[(&str, &str, &[TunableSpec])] = &[
         "cgroup v2 io.cost (blk-iocost): a linear cost model, vtime budgets by io.weight with donation, vrate from io.cost.qos latency targets",
         crate::iocost::IOCOST_TUNABLES,
     ),
+    (
+        "iolatency",
+        "cgroup v2 io.latency (blk-iolatency): a group missing its latency target halves the queue depth of siblings with looser targets",
+        crate::iolatency::IOLATENCY_TUNABLES,
+    ),
 ];
 
 /// A fresh stage called `name`.
@@ -74,6 +90,7 @@ pub fn build(name: &str) -> Option<Box<dyn Stage>> {
         "throttle" => Some(Box::new(Throttle::new())),
         "ioband" => Some(Box::new(Ioband::new())),
         "iocost" => Some(Box::new(crate::iocost::Iocost::new())),
+        "iolatency" => Some(Box::new(crate::iolatency::Iolatency::new())),
         _ => None,
     }
 }

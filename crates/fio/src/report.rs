@@ -163,6 +163,14 @@ pub fn scheduler_counters(elevator: &Elevator) -> Vec<(String, f64)> {
             .into_iter()
             .map(|(name, value)| (name.to_string(), value)),
     );
+    if let Some(stage) = elevator.stage() {
+        counters.extend(
+            stage
+                .counters()
+                .into_iter()
+                .map(|(name, value)| (format!("{}_{name}", stage.name()), value)),
+        );
+    }
     counters
 }
 

@@ -734,6 +734,8 @@ fn promise(stack: &str, e: &Elevator, load: &Load, job: &Job) -> Promise {
         Some("throttle") => throttle_wait(e, load, job),
         Some("ioband") => ioband_wait(e, load, job),
         Some("iocost") => iocost_wait(load, job),
+        // No mix sets io.latency: nothing is scaled.
+        Some("iolatency") => 0,
         Some(other) => panic!("no promise stated for stage {other}"),
     };
     // The terms above add mechanisms that in fact interleave (a stage's release lands in
