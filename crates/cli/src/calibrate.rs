@@ -4,7 +4,7 @@
 use crate::progress::Bar;
 use anyhow::Result;
 use clap::Args;
-use iosched_lab::calibrate::{check, measure, Options};
+use iosched_lab::calibrate::{check, iocost_model, measure, IocostOptions, Options};
 use std::process::ExitCode;
 
 /// Arguments of `iosched calibrate`.
@@ -25,10 +25,27 @@ pub struct CalibrateArgs {
     /// No progress bar on standard error.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Derive the device's `io.cost.model` line (blk-iocost's linear model) as the kernel's
+    /// iocost_coef_gen.py does, instead of checking the models: sequential 128 MiB and
+    /// 4 KiB, and random 4 KiB, reads and writes with no scheduler and no merging.
+    #[arg(long)]
+    pub iocost: bool,
+    /// With --iocost: the device model to measure.
+    #[arg(long, default_value = "hdd")]
+    pub device: String,
+    /// With --iocost: a device parameter (NAME=VALUE), as `iosched run --device-set`.
+    #[arg(long = "device-set", value_name = "NAME=VALUE")]
+    pub device_set: Vec<String>,
+    /// With --iocost: seconds per run (iocost_coef_gen.py runs 120).
+    #[arg(long, value_name = "S", default_value_t = 30)]
+    pub runtime: u64,
 }
 
 /// Runs `iosched calibrate`.
 pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
+    if args.iocost {
+        return iocost(args);
+    }
     println!(
         "iosched calibrate: seed {}, policy {}{}",
         args.seed,
@@ -82,4 +99,39 @@ pub fn calibrate(args: CalibrateArgs) -> Result<ExitCode> {
         println!("calibration: {failures} target(s) missed");
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// `iosched calibrate --iocost`: the simulated device's `io.cost.model`.
+fn iocost(args: CalibrateArgs) -> Result<ExitCode> {
+    let mut device_settings = Vec::new();
+    for item in &args.device_set {
+        let Some((name, value)) = item.split_once('=') else {
+            anyhow::bail!(
+                "--device-set {}: expected NAME=VALUE",
+                iosched_core::limits::quote(item)
+            );
+        };
+        device_settings.push((name.trim().to_string(), value.trim().to_string()));
+    }
+    if args.runtime == 0 {
+        anyhow::bail!("--runtime 0: a run needs at least one second");
+    }
+    println!(
+        "iosched calibrate --iocost: seed {}, device {}, {} s per run (iocost_coef_gen.py)",
+        args.seed, args.device, args.runtime
+    );
+    let options = IocostOptions {
+        device: args.device,
+        device_settings,
+        runtime_s: args.runtime,
+        seed: args.seed,
+    };
+    let model = iocost_model(&options, &Bar::new(args.quiet))?;
+    for (run, bandwidth) in &model.runs {
+        println!("  {run:<40} {:>10.2} MB/s", bandwidth / 1e6);
+    }
+    println!();
+    println!("io.cost.model: {}", model.line());
+    println!("use it as: --group \"/:io.cost.model={}\"", model.line());
+    Ok(ExitCode::SUCCESS)
 }

@@ -53,7 +53,7 @@ pub struct FrontierArgs {
         long,
         value_delimiter = ',',
         num_args = 0..,
-        default_value = "noop,deadline,anticipatory,cfq"
+        default_value = "noop,deadline,kyber,anticipatory,cfq"
     )]
     pub policies: Vec<String>,
     /// Targets of the latency policy, as multiples of the foreground's alone latency.

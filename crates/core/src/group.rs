@@ -707,7 +707,7 @@ mod tests {
         assert_eq!(s.prio_class, PrioClassPolicy::Idle);
         assert!(s.set("io.prio.class", "fast").is_err());
         assert!(s
-            .set("io.latency", "1")
+            .set("io.nosuch", "1")
             .unwrap_err()
             .reason
             .contains("unknown file"));

@@ -432,3 +432,113 @@ pub fn check(measured: &[Figures]) -> Vec<Check> {
     }
     checks
 }
+
+/// What `iosched calibrate --iocost` measures, as the kernel's `iocost_coef_gen.py`
+/// (tools/cgroup/iocost_coef_gen.py) does on a real disk: with no scheduler and no merging,
+/// sequential reads (writes) of 128 MiB blocks one at a time give `rbps` (`wbps`), 4 KiB
+/// sequential ones 64 at a time `rseqiops` (`wseqiops`), and 4 KiB random ones 64 at a time
+/// `rrandiops` (`wrandiops`). The line it gives is `io.cost.model`'s.
+#[derive(Clone, Debug)]
+pub struct IocostOptions {
+    /// Device model.
+    pub device: String,
+    /// Device parameters.
+    pub device_settings: Vec<(String, String)>,
+    /// Seconds per run (iocost_coef_gen.py: 120).
+    pub runtime_s: u64,
+    /// Seed for every run.
+    pub seed: u64,
+}
+
+/// The six runs of [`IocostOptions`] and the model they give.
+pub struct IocostModel {
+    /// `rbps`, `rseqiops`, `rrandiops`, `wbps`, `wseqiops`, `wrandiops`.
+    pub coefficients: [u64; 6],
+    /// Each run: what it is and its bytes per second.
+    pub runs: Vec<(String, f64)>,
+}
+
+impl IocostModel {
+    /// The `io.cost.model` line (`ctrl=user model=linear rbps=...`).
+    pub fn line(&self) -> String {
+        iosched_core::iocost::CostModel {
+            user: true,
+            i_lcoefs: self.coefficients,
+        }
+        .text()
+    }
+}
+
+/// Runs `iocost_coef_gen.py`'s six measurements on the simulated device.
+pub fn iocost_model(options: &IocostOptions, progress: &dyn Progress) -> Result<IocostModel> {
+    const RUNS: [(&str, &str, &str, u32); 6] = [
+        ("rbps", "read", "128m", 1),
+        ("rseqiops", "read", "4k", 64),
+        ("rrandiops", "randread", "4k", 64),
+        ("wbps", "write", "128m", 1),
+        ("wseqiops", "write", "4k", 64),
+        ("wrandiops", "randwrite", "4k", 64),
+    ];
+    let base = Setup {
+        seed: options.seed,
+        device: options.device.clone(),
+        device_settings: options.device_settings.clone(),
+        settings: vec![("nomerges".into(), "1".into())],
+        ..Setup::default()
+    };
+    progress.begin(RUNS.len());
+    let mut coefficients = [0u64; 6];
+    let mut runs = Vec::new();
+    let result = (|| {
+        for (index, (name, rw, bs, depth)) in RUNS.iter().enumerate() {
+            progress.started(name);
+            let text = job(rw, bs, "libaio", *depth, options.runtime_s);
+            let file = parse::parse_str(&text, "iocost_coef_gen.fio", Path::new("."), &|_| None)
+                .map_err(anyhow::Error::msg)?;
+            let config = base.config("none")?;
+            let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
+            let f = figures("iocost", report);
+            let value = if bs == &"4k" {
+                (f.bandwidth / 4096.0).round()
+            } else {
+                f.bandwidth.round()
+            };
+            coefficients[index] = value as u64;
+            progress.finished(name, &format!("{value:.0}"));
+            runs.push((format!("{name}: {rw} bs={bs} iodepth={depth}"), f.bandwidth));
+        }
+        Ok(())
+    })();
+    progress.end();
+    result.map(|()| IocostModel { coefficients, runs })
+}
+
+#[cfg(test)]
+mod iocost_tests {
+    use super::*;
+
+    // Proves calibrate --iocost measures the six figures iocost_coef_gen.py does and gives a
+    // line io.cost.model takes back: on the disk, random 4 KiB reads are far fewer than
+    // sequential ones, and 128 MiB reads run near the media rate.
+    #[test]
+    fn the_disk_gives_a_model_io_cost_takes() {
+        let options = IocostOptions {
+            device: "hdd".into(),
+            device_settings: Vec::new(),
+            runtime_s: 2,
+            seed: 1,
+        };
+        let model = iocost_model(&options, &crate::progress::Quiet).unwrap();
+        let [rbps, rseqiops, rrandiops, wbps, _, wrandiops] = model.coefficients;
+        assert!(
+            rbps > 30_000_000 && wbps > 20_000_000,
+            "{:?}",
+            model.coefficients
+        );
+        assert!(rrandiops * 20 < rseqiops, "{:?}", model.coefficients);
+        assert!((50..1000).contains(&rrandiops) && wrandiops > 0);
+        let mut parsed = iosched_core::iocost::CostModel::default();
+        parsed.set(&model.line()).unwrap();
+        assert_eq!(parsed.i_lcoefs, model.coefficients);
+    }
+}
