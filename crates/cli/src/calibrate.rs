@@ -36,6 +36,13 @@ pub struct CalibrateArgs {
     /// With --iocost: a device parameter (NAME=VALUE), as `iosched run --device-set`.
     #[arg(long = "device-set", value_name = "NAME=VALUE")]
     pub device_set: Vec<String>,
+    /// With --iocost: measure this existing file or block device through the real engine
+    /// (io_uring, no scheduler) instead of the simulated --device.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<std::path::PathBuf>,
+    /// With --iocost --file: let the write runs overwrite the file's data.
+    #[arg(long)]
+    pub allow_overwrite: bool,
     /// With --iocost: seconds per run (iocost_coef_gen.py runs 120).
     #[arg(long, value_name = "S", default_value_t = 30)]
     pub runtime: u64,
@@ -116,15 +123,21 @@ fn iocost(args: CalibrateArgs) -> Result<ExitCode> {
     if args.runtime == 0 {
         anyhow::bail!("--runtime 0: a run needs at least one second");
     }
+    let target = match &args.file {
+        Some(path) => format!("{} (real engine)", path.display()),
+        None => format!("device {}", args.device),
+    };
     println!(
-        "iosched calibrate --iocost: seed {}, device {}, {} s per run (iocost_coef_gen.py)",
-        args.seed, args.device, args.runtime
+        "iosched calibrate --iocost: seed {}, {target}, {} s per run (iocost_coef_gen.py)",
+        args.seed, args.runtime
     );
     let options = IocostOptions {
         device: args.device,
         device_settings,
         runtime_s: args.runtime,
         seed: args.seed,
+        file: args.file,
+        allow_overwrite: args.allow_overwrite,
     };
     let model = iocost_model(&options, &Bar::new(args.quiet))?;
     for (run, bandwidth) in &model.runs {

@@ -816,3 +816,62 @@ fn sweep_on_ray_says_what_it_needs() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// Proves calibrate --iocost on a real file refuses to overwrite it unless told to, creates
+// nothing it was not given, and gives an io.cost.model line measured through io_uring.
+#[test]
+fn calibrate_iocost_on_a_real_file() {
+    let dir = scratch("iocost");
+    let missing = dir.join("missing.img");
+    let output = iosched(&[
+        "calibrate",
+        "--iocost",
+        "--file",
+        missing.to_str().unwrap(),
+        "--runtime",
+        "1",
+        "-q",
+    ]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("creates none"));
+    assert!(!missing.exists(), "a missing file is not created");
+    let image = dir.join("disk.img");
+    let file = std::fs::File::create(&image).unwrap();
+    file.set_len(256 << 20).unwrap();
+    let refused = iosched(&[
+        "calibrate",
+        "--iocost",
+        "--file",
+        image.to_str().unwrap(),
+        "--runtime",
+        "1",
+        "-q",
+    ]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--allow-overwrite"));
+    let output = iosched(&[
+        "calibrate",
+        "--iocost",
+        "--file",
+        image.to_str().unwrap(),
+        "--runtime",
+        "1",
+        "--allow-overwrite",
+        "-q",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("io.cost.model: "))
+        .expect("a model line");
+    let mut model = iosched_core::iocost::CostModel::default();
+    model.set(line).unwrap();
+    assert!(model.i_lcoefs.iter().all(|&c| c > 0), "{line}");
+    assert_eq!(std::fs::metadata(&image).unwrap().len(), 256 << 20);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

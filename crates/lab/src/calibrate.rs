@@ -448,6 +448,12 @@ pub struct IocostOptions {
     pub runtime_s: u64,
     /// Seed for every run.
     pub seed: u64,
+    /// Measure this existing file or block device through the real engine (io_uring)
+    /// instead of the simulated device. Its size bounds the runs; the write runs overwrite its
+    /// data, so they run only with `allow_overwrite`.
+    pub file: Option<std::path::PathBuf>,
+    /// Whether the write runs may overwrite `file`'s data.
+    pub allow_overwrite: bool,
 }
 
 /// The six runs of [`IocostOptions`] and the model they give.
@@ -469,7 +475,36 @@ impl IocostModel {
     }
 }
 
-/// Runs `iocost_coef_gen.py`'s six measurements on the simulated device.
+/// The size of the existing file or block device `path`, refusing anything else: the tool
+/// never creates what it measures.
+fn target_size(path: &Path) -> Result<u64> {
+    use std::os::unix::fs::FileTypeExt;
+    let shown = iosched_core::limits::quote(&path.display().to_string());
+    let meta = std::fs::metadata(path)
+        .map_err(|e| anyhow::anyhow!("--file {shown}: {e} (calibrate measures an existing file or block device; it creates none)"))?;
+    let kind = meta.file_type();
+    let size = if kind.is_block_device() {
+        let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("--file {shown}: {e}"))?;
+        use std::io::Seek;
+        let mut file = file;
+        file.seek(std::io::SeekFrom::End(0))
+            .map_err(|e| anyhow::anyhow!("--file {shown}: {e}"))?
+    } else if kind.is_file() {
+        meta.len()
+    } else {
+        anyhow::bail!("--file {shown}: not a regular file or a block device");
+    };
+    if size < 256 << 20 {
+        anyhow::bail!(
+            "--file {shown}: {} MiB; the 128 MiB runs need at least 256 MiB",
+            size >> 20
+        );
+    }
+    Ok(size)
+}
+
+/// Runs `iocost_coef_gen.py`'s six measurements on the simulated device, or on
+/// `options.file` through the real engine.
 pub fn iocost_model(options: &IocostOptions, progress: &dyn Progress) -> Result<IocostModel> {
     const RUNS: [(&str, &str, &str, u32); 6] = [
         ("rbps", "read", "128m", 1),
@@ -479,6 +514,20 @@ pub fn iocost_model(options: &IocostOptions, progress: &dyn Progress) -> Result<
         ("wseqiops", "write", "4k", 64),
         ("wrandiops", "randwrite", "4k", 64),
     ];
+    let real = match &options.file {
+        Some(path) => {
+            let size = target_size(path)?;
+            if !options.allow_overwrite {
+                anyhow::bail!(
+                    "--file {}: the write runs (wbps, wseqiops, wrandiops) overwrite its data, as \
+                     iocost_coef_gen.py's do; pass --allow-overwrite to measure them",
+                    iosched_core::limits::quote(&path.display().to_string())
+                );
+            }
+            Some((path.clone(), size))
+        }
+        None => None,
+    };
     let base = Setup {
         seed: options.seed,
         device: options.device.clone(),
@@ -492,11 +541,35 @@ pub fn iocost_model(options: &IocostOptions, progress: &dyn Progress) -> Result<
     let result = (|| {
         for (index, (name, rw, bs, depth)) in RUNS.iter().enumerate() {
             progress.started(name);
-            let text = job(rw, bs, "libaio", *depth, options.runtime_s);
+            let engine = if real.is_some() { "io_uring" } else { "libaio" };
+            let mut text = job(rw, bs, engine, *depth, options.runtime_s);
+            if let Some((path, size)) = &real {
+                text = text.replace(
+                    "filename=/dev/sda\n",
+                    &format!("filename={}\nsize={size}\n", path.display()),
+                );
+            }
             let file = parse::parse_str(&text, "iocost_coef_gen.fio", Path::new("."), &|_| None)
                 .map_err(anyhow::Error::msg)?;
-            let config = base.config("none")?;
-            let report = iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?;
+            let report = match &real {
+                None => {
+                    let config = base.config("none")?;
+                    iosched_sim::run(&config, &file).map_err(anyhow::Error::msg)?
+                }
+                Some(_) => {
+                    let config = iosched_uring::UringConfig {
+                        policy: "none".into(),
+                        policy_settings: vec![("nomerges".into(), "1".into())],
+                        seed: options.seed,
+                        ..iosched_uring::UringConfig::default()
+                    };
+                    let outcome = iosched_uring::run(&config, &file).map_err(anyhow::Error::msg)?;
+                    if let Some(error) = outcome.errors.first() {
+                        anyhow::bail!("{name}: {error}");
+                    }
+                    outcome.report
+                }
+            };
             let f = figures("iocost", report);
             let value = if bs == &"4k" {
                 (f.bandwidth / 4096.0).round()
@@ -527,6 +600,8 @@ mod iocost_tests {
             device_settings: Vec::new(),
             runtime_s: 2,
             seed: 1,
+            file: None,
+            allow_overwrite: false,
         };
         let model = iocost_model(&options, &crate::progress::Quiet).unwrap();
         let [rbps, rseqiops, rrandiops, wbps, _, wrandiops] = model.coefficients;
