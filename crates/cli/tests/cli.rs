@@ -822,43 +822,31 @@ fn sweep_on_ray_says_what_it_needs() {
 #[test]
 fn calibrate_iocost_on_a_real_file() {
     let dir = scratch("iocost");
+    let calibrate = |path: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "calibrate",
+            "--iocost",
+            "--file",
+            path.to_str().unwrap(),
+            "--runtime",
+            "1",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        iosched(&args)
+    };
     let missing = dir.join("missing.img");
-    let output = iosched(&[
-        "calibrate",
-        "--iocost",
-        "--file",
-        missing.to_str().unwrap(),
-        "--runtime",
-        "1",
-        "-q",
-    ]);
+    let output = calibrate(&missing, &[]);
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("creates none"));
     assert!(!missing.exists(), "a missing file is not created");
     let image = dir.join("disk.img");
     let file = std::fs::File::create(&image).unwrap();
     file.set_len(256 << 20).unwrap();
-    let refused = iosched(&[
-        "calibrate",
-        "--iocost",
-        "--file",
-        image.to_str().unwrap(),
-        "--runtime",
-        "1",
-        "-q",
-    ]);
+    let refused = calibrate(&image, &[]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--allow-overwrite"));
-    let output = iosched(&[
-        "calibrate",
-        "--iocost",
-        "--file",
-        image.to_str().unwrap(),
-        "--runtime",
-        "1",
-        "--allow-overwrite",
-        "-q",
-    ]);
+    let output = calibrate(&image, &["--allow-overwrite"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),

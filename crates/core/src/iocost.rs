@@ -928,7 +928,6 @@ impl Iocost {
 
         // Missing the targets or clogging the queue: slow down. Meeting them with a margin
         // while groups are short of budget: speed up.
-        let prev_busy_level = self.busy_level;
         if rq_wait_pct > RQ_WAIT_BUSY_PCT || missed_ppm[0] > ppm_rthr || missed_ppm[1] > ppm_wthr {
             self.busy_level = self.busy_level.max(0) + 1;
         } else if rq_wait_pct <= RQ_WAIT_BUSY_PCT * UNBUSY_THR_PCT / 100
@@ -947,7 +946,6 @@ impl Iocost {
             self.busy_level = 0;
         }
         self.busy_level = self.busy_level.clamp(-1000, 1000);
-        let _ = prev_busy_level;
         self.adjust_base_vrate(nr_lagging);
 
         self.cur_period += 1;
@@ -1179,7 +1177,9 @@ impl Stage for Iocost {
 
     fn release(&mut self, now: Nanos, out: &mut VecDeque<Request>) {
         self.run_timers(now);
-        for g in self.active.clone() {
+        // A kick neither activates nor deactivates a group.
+        for i in 0..self.active.len() {
+            let g = self.active[i];
             if self.iocgs[g].wake_at.is_some_and(|at| at <= now) {
                 self.kick(g, now);
             }

@@ -347,16 +347,33 @@ impl Iolatency {
             .all(|&c| self.groups[c].inflight < self.groups[c].max_depth)
     }
 
-    fn take_slot(&mut self, g: usize, request: &Request, now: Nanos) {
-        for c in self.groups[g].chain.clone() {
+    /// Takes a slot in every group of `g`'s chain.
+    fn charge_chain(&mut self, g: usize) {
+        for i in 0..self.groups[g].chain.len() {
+            let c = self.groups[g].chain[i];
             self.groups[c].inflight += 1;
         }
+    }
+
+    /// `check_scale_change` for every group of `g`'s chain.
+    fn follow_cookies(&mut self, g: usize) {
+        for i in 0..self.groups[g].chain.len() {
+            let c = self.groups[g].chain[i];
+            self.check_scale_change(c);
+        }
+    }
+
+    fn take_slot(&mut self, g: usize, request: &Request, now: Nanos) {
+        self.charge_chain(g);
         let issued = self.issued.get(&request.id).map_or(now, |&(_, at)| at);
         self.issued.insert(request.id, (g, issued));
     }
 
     /// Lets waiters through where their chains have room, groups in turn.
     fn wake(&mut self) {
+        if self.held == 0 {
+            return;
+        }
         let n = self.groups.len();
         loop {
             let mut moved = false;
@@ -367,9 +384,7 @@ impl Iolatency {
                 }
                 let request = self.groups[g].waiting.pop_front().expect("a waiter");
                 self.held -= 1;
-                for c in self.groups[g].chain.clone() {
-                    self.groups[c].inflight += 1;
-                }
+                self.charge_chain(g);
                 self.ready.push_back(request);
                 self.last_served = g;
                 moved = true;
@@ -385,7 +400,8 @@ impl Iolatency {
         let Some((g, issued)) = self.issued.remove(&id) else {
             return;
         };
-        for c in self.groups[g].chain.clone() {
+        for i in 0..self.groups[g].chain.len() {
+            let c = self.groups[g].chain[i];
             let iolat = &mut self.groups[c];
             iolat.inflight = iolat.inflight.saturating_sub(1);
             if iolat.target_ns == 0 {
@@ -418,9 +434,7 @@ impl Stage for Iolatency {
     fn admit(&mut self, request: Request, now: Nanos) -> Option<Request> {
         self.run_timer(now);
         let g = (request.group.0 as usize).min(self.groups.len() - 1);
-        for c in self.groups[g].chain.clone() {
-            self.check_scale_change(c);
-        }
+        self.follow_cookies(g);
         if self.timer.is_none() {
             self.timer = Some(now + SECOND);
         }
@@ -436,10 +450,10 @@ impl Stage for Iolatency {
 
     fn release(&mut self, now: Nanos, out: &mut VecDeque<Request>) {
         self.run_timer(now);
-        for g in 0..self.groups.len() {
-            if !self.groups[g].waiting.is_empty() {
-                for c in self.groups[g].chain.clone() {
-                    self.check_scale_change(c);
+        if self.held > 0 {
+            for g in 0..self.groups.len() {
+                if !self.groups[g].waiting.is_empty() {
+                    self.follow_cookies(g);
                 }
             }
         }

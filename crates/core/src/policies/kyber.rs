@@ -310,14 +310,13 @@ impl Kyber {
         Some(request)
     }
 
-    /// Gives back the token a dispatched request holds (`rq_clear_domain_token`).
-    fn release(&mut self, request: &Request) -> bool {
-        if self.dispatched.remove(&request.id).is_none() {
-            return false;
-        }
+    /// Gives back the token a dispatched request holds (`rq_clear_domain_token`); returns
+    /// when it was dispatched, or `None` if it holds none.
+    fn release(&mut self, request: &Request) -> Option<Nanos> {
+        let dispatched_at = self.dispatched.remove(&request.id)?;
         let domain = &mut self.domains[domain_of(request.op)];
         domain.in_flight = domain.in_flight.saturating_sub(1);
-        true
+        Some(dispatched_at)
     }
 }
 
@@ -388,15 +387,13 @@ impl Policy for Kyber {
     /// `kyber_completed_request`, then `kyber_finish_request`.
     fn completed(&mut self, request: &Request, now: Nanos) {
         self.run_timer(now);
-        let dispatched_at = self.dispatched.get(&request.id).copied();
-        if !self.release(request) {
+        let Some(io_start) = self.release(request) else {
             return;
-        }
+        };
         let domain = domain_of(request.op);
         if domain == OTHER {
             return;
         }
-        let io_start = dispatched_at.unwrap_or(now);
         self.add_sample(domain, TOTAL_LATENCY, now.saturating_sub(request.arrival));
         self.add_sample(domain, IO_LATENCY, now.saturating_sub(io_start));
         // `timer_reduce`: armed, or brought forward, to 100 ms from now.
