@@ -24,6 +24,8 @@ use crate::job::JobSpec;
 use crate::random::{derive_seed, Rng};
 use crate::stats::{iodepth_bucket, JobResult};
 use crate::steady::SteadyTracker;
+use crate::trace::replay::{Pace, ReplayOp};
+use crate::trace::{Replay, TraceOp};
 use crate::workload::{Generator, NextIo};
 use crate::zbd::{JobZbd, ZbdStep};
 use crate::DataDir;
@@ -146,6 +148,16 @@ pub struct JobState {
     poisson_rng: Rng,
     /// Its zones under `zonemode=zbd` (set by the engine after [`JobState::new`]).
     pub zbd: Option<JobZbd>,
+    /// The trace it replays instead of drawing I/O (`read_iolog`; set by the engine after
+    /// [`JobState::new`], once it knows where the job's files lie).
+    pub replay: Option<Replay>,
+    /// The replayed sync drawn and waiting for its time (the job's file index).
+    staged_sync: Option<usize>,
+    /// When the staged replayed I/O or sync may go.
+    replay_not_before: Nanos,
+    /// When the job last issued an I/O or sync, and when one last completed.
+    last_issue: Nanos,
+    last_completion: Nanos,
     /// What it measured.
     pub result: JobResult,
 }
@@ -206,7 +218,8 @@ impl JobState {
         generator: Generator,
         region_bytes: u64,
     ) -> JobState {
-        let bytes_limit = if spec.time_based {
+        // A replay ends with its trace (fio adds up the log's lengths as the job's size).
+        let bytes_limit = if spec.time_based || spec.replay.is_some() {
             None
         } else {
             Some(
@@ -269,6 +282,11 @@ impl JobState {
             poisson_next: [0; 3],
             poisson_rng: Rng::new(derive_seed(seed, POISSON_STREAM_BASE + index as u64)),
             zbd: None,
+            replay: None,
+            staged_sync: None,
+            replay_not_before: 0,
+            last_issue: 0,
+            last_completion: 0,
             result,
         }
     }
@@ -395,6 +413,15 @@ impl JobState {
     /// Counts `io` as issued at `now`.
     fn issued(&mut self, io: &NextIo, now: Nanos) {
         self.in_flight += 1;
+        self.last_issue = now;
+        if let Some(log) = &self.result.iolog {
+            let op = match io.dir {
+                DataDir::Read => TraceOp::Read,
+                DataDir::Write => TraceOp::Write,
+                DataDir::Trim => TraceOp::Trim,
+            };
+            log.issue(now, io.file, op, io.offset, io.len);
+        }
         self.ios_issued += 1;
         self.bytes_issued += io.len;
         self.rate_bytes[io.dir as usize] += io.len;
@@ -502,7 +529,12 @@ impl JobState {
                 let by_count = self
                     .ios_limit
                     .map_or(0.0, |limit| self.ios_issued as f64 / limit.max(1) as f64);
-                by_time.max(by_bytes).max(by_count).min(1.0)
+                let by_trace = self
+                    .replay
+                    .as_ref()
+                    .and_then(Replay::done_fraction)
+                    .unwrap_or(0.0);
+                by_time.max(by_bytes).max(by_count).max(by_trace).min(1.0)
             }
         }
     }
@@ -544,6 +576,48 @@ impl JobState {
         } else {
             Step::Wait(None)
         }
+    }
+
+    /// A replaying job's next record, drawn when nothing is staged: a sync it issues (or waits
+    /// for), the end of the trace, an error in it, or `None` with the I/O staged and its time
+    /// set for the rate checks that follow.
+    fn replay_step(&mut self, now: Nanos) -> Option<Step> {
+        if self.staged.is_none() && self.staged_sync.is_none() {
+            let replay = self.replay.as_mut()?;
+            match replay.next_step() {
+                Err(error) => {
+                    return Some(Step::Fail(
+                        EINVAL,
+                        format!("{}: read_iolog: {error}", self.spec.name),
+                    ))
+                }
+                Ok(None) => return Some(self.drain_step()),
+                Ok(Some(step)) => {
+                    self.replay_not_before = match step.pace {
+                        Pace::AfterIssue(gap) => self.last_issue.saturating_add(gap),
+                        Pace::AfterStart(at) => self.started_at.saturating_add(at),
+                        Pace::AfterCompletion(gap) => self
+                            .last_completion
+                            .max(self.started_at)
+                            .saturating_add(gap),
+                    };
+                    match step.op {
+                        ReplayOp::Io(io) => self.staged = Some(io),
+                        ReplayOp::Sync(file) => self.staged_sync = Some(file),
+                    }
+                }
+            }
+        }
+        let file = self.staged_sync?;
+        if self.replay_not_before > now {
+            return Some(Step::Wait(Some(self.replay_not_before)));
+        }
+        self.staged_sync = None;
+        self.last_issue = now;
+        if let Some(log) = &self.result.iolog {
+            log.issue(now, file, TraceOp::Sync, 0, 0);
+        }
+        Some(Step::Flush(SyncKind::Every))
     }
 
     /// What the job does next at `now`; `flow_ok` says whether its flow lets it issue
@@ -608,6 +682,11 @@ impl JobState {
             self.flow_blocked = true;
             return Step::Wait(None);
         }
+        if self.replay.is_some() {
+            if let Some(step) = self.replay_step(now) {
+                return step;
+            }
+        }
         if self.staged.is_none() {
             if let Some(zbd) = &self.zbd {
                 // fio's setup_zbd_zone_mode: a sequential writer at a zone's capacity goes
@@ -622,7 +701,7 @@ impl JobState {
         }
         let mut io = *self.staged.get_or_insert_with(|| self.generator.next_io());
         let dir = io.dir as usize;
-        let mut allowed = now;
+        let mut allowed = now.max(self.replay_not_before);
         // fio's linear rate process: the n-th byte (or I/O) may go at start + n / rate.
         // In u128 and saturating: a count of I/Os times a second passes u64 after 1.8e10
         // I/Os, and a time past u64 is past any limit anyway.
@@ -1086,6 +1165,9 @@ pub fn start<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
         zbd.start();
         job.result.zone_resets = zbd.resets;
     }
+    if let Some(log) = &job.result.iolog {
+        log.start(now);
+    }
     if let Some(deadline) = job.deadline {
         engine.timer(deadline, Timer::Deadline(index));
     }
@@ -1204,6 +1286,7 @@ pub fn completed<E: Engine + ?Sized>(engine: &mut E, io: &Issued, at: Nanos) {
     let index = io.job;
     let job = &mut engine.jobs()[index];
     job.completed();
+    job.last_completion = at;
     // zbd_put_io: the zone is free for others once none of the job's I/O is in it (the
     // read-back of a verifying job never held one).
     let mut woken = Vec::new();
@@ -1274,6 +1357,9 @@ pub fn finish<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     let jobs = engine.jobs();
     let job = &mut jobs[index];
     job.phase = Phase::Done;
+    if let Some(log) = &job.result.iolog {
+        log.finish(now);
+    }
     // The job's time ends with its last completion, past its runtime when I/O was still in
     // flight then, as fio's does.
     job.result.runtime = now.saturating_sub(job.measure_start);
@@ -1386,6 +1472,8 @@ const fn libc_eio() -> i32 {
 
 /// errno of a timeout, fio's error for a job past its `latency_target` at depth 1.
 const ETIMEDOUT: i32 = 110;
+/// Linux's `EINVAL`: a replayed trace the job cannot go on with.
+const EINVAL: i32 = 22;
 
 /// Job `index` fails at `now` with `errno` for `message` (fio's `td_verror`): it issues
 /// nothing more and finishes when what is in flight completes.

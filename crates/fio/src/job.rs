@@ -615,6 +615,11 @@ pub struct JobSpec {
     pub log_offset: bool,
     /// Log the raw ioprio value instead of a high-priority flag (`log_prio`).
     pub log_prio: bool,
+    /// The trace the job replays instead of drawing its I/O (`read_iolog` and the `replay_*`
+    /// options; [`crate::trace::replay`]).
+    pub replay: Option<crate::trace::ReplaySpec>,
+    /// Where to write fio's version 3 log of the I/O the job issues (`write_iolog`).
+    pub write_iolog: Option<String>,
 
     /// The elevator fio would select on the job's device (`ioscheduler`), if set. The policy
     /// the run uses is the runner's choice; it should honour this or say that it does not.
@@ -741,6 +746,8 @@ impl JobSpec {
             log_avg_msec: 0,
             log_offset: false,
             log_prio: false,
+            replay: None,
+            write_iolog: None,
             ioscheduler: None,
             options: Vec::new(),
         }

@@ -17,6 +17,7 @@ pub mod random;
 pub mod report;
 pub mod stats;
 pub mod steady;
+pub mod trace;
 pub mod workload;
 pub mod zbd;
 

@@ -877,6 +877,8 @@ pub struct JobResult {
     /// The log files being written, when the engine was asked to write them
     /// ([`JobResult::open_logs`]); `None` otherwise.
     pub log: Option<crate::output::logs::LogStream>,
+    /// The job's `write_iolog`, when the engine was asked to write logs and the job named one.
+    pub iolog: Option<crate::trace::IologStream>,
     /// Time the device spent on this job's measured I/O: each request's dispatch to
     /// completion, shared by bytes among the I/Os merged into it. On a device that serves one
     /// command at a time this is the job's disk time, the share seed 003's controllers divide.
@@ -917,6 +919,7 @@ impl JobResult {
                 job_number,
             },
             log: None,
+            iolog: None,
             device_time: 0,
         }
     }

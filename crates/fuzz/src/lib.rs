@@ -26,4 +26,4 @@
 mod bytes;
 pub mod targets;
 
-pub use targets::{cli_values, groups_file, job_file, policy_ops, Target, TARGETS};
+pub use targets::{cli_values, groups_file, job_file, policy_ops, trace_formats, Target, TARGETS};

@@ -20,6 +20,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("groups_file", groups_file),
     ("cli_values", cli_values),
     ("policy_ops", policy_ops),
+    ("trace_formats", trace_formats),
 ];
 
 /// The longest error any input may produce: what the user wrote is quoted at most
@@ -560,4 +561,47 @@ pub fn policy_ops(data: &[u8]) {
         stats.completed + stats.requeued,
         "{label}: {stats:?}"
     );
+}
+
+/// A trace: the first byte picks the format (iolog, blktrace, msr, spc, blkparse, by its value
+/// modulo 5), the rest is the trace. Reading it record by record must end or stop at an error
+/// that names a line (never panic, never hold more than the names it met), and every record
+/// read must convert to every format.
+pub fn trace_formats(data: &[u8]) {
+    use iosched_fio::trace::{Format, TraceReader, TraceWriter};
+    let Some((&pick, trace)) = data.split_first() else {
+        return;
+    };
+    let format = Format::ALL[usize::from(pick) % Format::ALL.len()];
+    let mut reader = match TraceReader::from_bytes("fuzz", format, trace.to_vec()) {
+        Ok(reader) => reader,
+        Err(error) => return check_error("trace header", &error.to_string()),
+    };
+    let mut writers: Vec<TraceWriter<Vec<u8>>> = Format::ALL
+        .iter()
+        .map(|&to| TraceWriter::new(to, Vec::new()).expect("memory cannot fail"))
+        .collect();
+    let mut records = 0usize;
+    loop {
+        match reader.next_record() {
+            Ok(Some(record)) => {
+                records += 1;
+                assert!(records <= trace.len(), "more records than bytes");
+                for writer in &mut writers {
+                    writer
+                        .write(&record, reader.names())
+                        .expect("memory cannot fail");
+                }
+            }
+            Ok(None) => break,
+            Err(error) => {
+                assert!(error.line.is_some() || !error.message.is_empty());
+                check_error("trace", &error.to_string());
+                break;
+            }
+        }
+    }
+    for writer in &mut writers {
+        writer.finish(reader.names()).expect("memory cannot fail");
+    }
 }

@@ -163,6 +163,11 @@ fn policy_ops_corpus() {
     run_target("policy_ops");
 }
 
+#[test]
+fn trace_formats_corpus() {
+    run_target("trace_formats");
+}
+
 // Proves the replay can fail: a target that panics on some inputs (here, job files that
 // start a section) is reported, input by input.
 #[test]

@@ -493,6 +493,7 @@ mod tests {
             steadystate: None,
             logs: Default::default(),
             log: None,
+            iolog: None,
             device_time: 0,
         };
         job.dirs[0].record(4096, None, 1000, Default::default(), 0);

@@ -307,6 +307,9 @@ pub fn commit(report: &crate::RunReport) -> Result<(), String> {
         if let Some(Err(error)) = job.log.as_ref().map(LogStream::commit) {
             first_error.get_or_insert(error);
         }
+        if let Some(Err(error)) = job.iolog.as_ref().map(crate::trace::IologStream::commit) {
+            first_error.get_or_insert(error);
+        }
     }
     first_error.map_or(Ok(()), Err)
 }

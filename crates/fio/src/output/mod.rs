@@ -40,6 +40,7 @@
 //!     steadystate: None,
 //!     logs: Default::default(),
 //!     log: None,
+//!     iolog: None,
 //!     device_time: 0,
 //! };
 //! // One 4 KiB read every millisecond, each taking 800 us.

@@ -71,13 +71,15 @@ const WITHOUT_ZONES: &str = "accepted without effect: iosched emulates zones (zo
 const WITHOUT_PLACEMENT: &str =
     "accepted without effect: placement options apply only with fdp=1 or a dataplacement";
 const WITHOUT_SPRANDOM: &str = "accepted without effect: applies only with sprandom=1";
-const WITHOUT_IOLOG: &str = "accepted without effect: applies only when replaying an I/O log \
-                             (read_iolog), which iosched does not support";
+const CHUNKED_IOLOG: &str = "accepted without effect: iosched always reads a replayed trace as \
+                             the job goes, one record ahead (read_iolog_chunked=1's memory, \
+                             without its refill heuristic)";
+const MERGE_BLKTRACE: &str = "accepted without effect: applies only with merge_blktrace_file, \
+                              which iosched does not support";
 const WITHOUT_SEQUENCE: &str =
     "accepted without effect: applies only with random_distribution=sequence";
 const WRITE_HINT: &str =
     "accepted without effect: the simulated devices do not separate writes by lifetime hint";
-const IOLOG_OUT: &str = "accepted without effect: iosched does not write fio I/O logs";
 
 const REMOVED: &str = "fio no longer accepts this option";
 const PROFILE: &str = "accepted without effect: an option of a fio profile (act, tiobench), \
@@ -86,7 +88,9 @@ const PROFILE: &str = "accepted without effect: an option of a fio profile (act,
 const UNSUPPORTED_ENGINE: &str =
     "belongs to an I/O engine the simulator does not run (it supports the sync and async \
      engine families only)";
-const TRACE_REPLAY: &str = "replaying or merging fio I/O logs is not supported";
+const TRACE_MERGE: &str = "merging blktrace files into one (merge_blktrace_file) is not \
+                           supported; replay each with its own job (read_iolog), or give the \
+                           capture's per-CPU files' prefix to read them merged";
 const OPENDIR: &str = "opendir needs a real directory tree to list";
 const VERIFY_ONLY: &str = "a verify-only job reads back data written earlier; the simulator \
                            has no data to verify";
@@ -186,6 +190,9 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "qos_weight",
             "qos_limit",
             "dontneed_every",
+            "iolog_format",
+            "iolog_flow",
+            "replay_mode",
             "rwmixread",
             "rwmixwrite",
             "prio",
@@ -381,7 +388,6 @@ static GROUPS: &[(Disposition, &[&str])] = &[
             "unit_base",
         ],
     ),
-    (Noted(IOLOG_OUT), &["write_iolog"]),
     (Noted(ERRORS), &["error_dump"]),
     (Noted(BARRIER), &["write_barrier"]),
     (Noted(FUA), &["readfua", "writefua"]),
@@ -431,23 +437,22 @@ static GROUPS: &[(Disposition, &[&str])] = &[
         Noted(WITHOUT_SPRANDOM),
         &["spr_num_regions", "spr_op", "spr_cs"],
     ),
+    (Noted(CHUNKED_IOLOG), &["read_iolog_chunked"]),
     (
-        Noted(WITHOUT_IOLOG),
+        Noted(MERGE_BLKTRACE),
+        &["merge_blktrace_scalars", "merge_blktrace_iters"],
+    ),
+    (
+        Honoured,
         &[
-            "read_iolog_chunked",
+            "read_iolog",
+            "write_iolog",
             "replay_no_stall",
             "replay_redirect",
             "replay_scale",
             "replay_align",
             "replay_time_scale",
             "replay_skip",
-            "merge_blktrace_scalars",
-            "merge_blktrace_iters",
-        ],
-    ),
-    (
-        Honoured,
-        &[
             "steadystate",
             "steadystate_ramp_time",
             "steadystate_check_interval",
@@ -484,10 +489,7 @@ static GROUPS: &[(Disposition, &[&str])] = &[
     (RefusedUnlessDefault(VERIFY_ONLY), &["verify_only"]),
     (RefusedUnlessDefault(RAMP_SIZE), &["ramp_size"]),
     (Refused(REMOVED), &["rwmixcycle", "percentage_sequential"]),
-    (
-        Refused(TRACE_REPLAY),
-        &["read_iolog", "merge_blktrace_file"],
-    ),
+    (Refused(TRACE_MERGE), &["merge_blktrace_file"]),
     (Refused(OPENDIR), &["opendir"]),
     (Refused(PROFILE_OPTION), &["profile"]),
 ];

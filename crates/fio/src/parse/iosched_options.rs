@@ -15,6 +15,12 @@
 //! "buf-fadv" antagonists drop their cache every 16 MB: dirty pages are written back (by the
 //! job, asynchronously) and clean ones dropped; 0, the default, never.
 //!
+//! And the trace options beside fio's `read_iolog` ([`crate::trace::replay`]):
+//! `iolog_format` (`iolog`, `blktrace`, `msr`, `spc`, `blkparse`; told from the trace's first
+//! bytes when not given), `iolog_flow` (replay only this flow's records: `pid:1234`,
+//! `disk:web_0`, `asu:1`, `file:NAME`) and `replay_mode` (`fio`, the default, `open` or
+//! `closed`).
+//!
 //! The QoS options read as the cgroup files `qos.rate`, ... read ([`iosched_core::Qos::set`]), and apply
 //! to the job alone: each job (each `numjobs` clone) is a flow of its own with these settings.
 //! A job in a cgroup that states QoS of its own takes the cgroup's. fio does not know these
@@ -23,6 +29,7 @@
 
 use super::table::{FioOption, Kind, Scope};
 
+/// A text option of iosched's.
 const fn qos_option(name: &'static str) -> FioOption {
     FioOption {
         name,
@@ -60,4 +67,7 @@ pub(super) static IOSCHED_OPTIONS: &[FioOption] = &[
         choices: &[],
         scope: Scope::General,
     },
+    qos_option("iolog_format"),
+    qos_option("iolog_flow"),
+    qos_option("replay_mode"),
 ];

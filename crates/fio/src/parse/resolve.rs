@@ -27,6 +27,7 @@ use crate::job::{
     CmdPrio, CmdPrioShare, Fadvise, RandomDistribution, StridedZones, DEFAULT_PERCENTILES,
 };
 use crate::steady::{SteadyMetric, SteadyState};
+use crate::trace::{Format, ReplayMode, ReplaySpec};
 use crate::zbd::ZbdOptions;
 use crate::RwMode;
 use crate::{
@@ -315,6 +316,7 @@ impl Resolver<'_> {
         self.timing(&mut spec, notes)?;
         self.control(&mut spec, notes)?;
         self.identity(&mut spec, display_name, notes)?;
+        self.replay(&mut spec, display_name)?;
 
         let numjobs = self.int("numjobs").unwrap_or(1);
         if numjobs < 1 {
@@ -1171,6 +1173,92 @@ impl Resolver<'_> {
         }
         spec.log_offset = self.flag("log_offset", false);
         spec.log_prio = self.flag("log_prio", false);
+        Ok(())
+    }
+
+    /// `read_iolog` and the options that shape a replay; `write_iolog`.
+    fn replay(&self, spec: &mut JobSpec, display_name: &str) -> Result<(), ParseError> {
+        spec.write_iolog = self
+            .text("write_iolog")
+            .filter(|path| !path.is_empty())
+            .map(str::to_string);
+        let trace_options = ["iolog_format", "iolog_flow", "replay_mode"];
+        let Some(path) = self.text("read_iolog").filter(|path| !path.is_empty()) else {
+            if let Some(option) = trace_options.iter().find(|o| self.setting(o).is_some()) {
+                return Err(self.error(
+                    option,
+                    format!("job {display_name:?}: {option} applies only with read_iolog"),
+                ));
+            }
+            return Ok(());
+        };
+        // With read_iolog, fio's init_iolog never opens write_iolog; iosched writes it, the
+        // replay's own issue log (the same requests, at the replay's times).
+        let mut replay = ReplaySpec::new(path);
+        replay.base_dir = std::path::Path::new(&self.job.location.file)
+            .parent()
+            .map(std::path::Path::to_path_buf);
+        if let Some(format) = self.text("iolog_format") {
+            replay.format =
+                Some(Format::parse(format).map_err(|error| {
+                    self.error("iolog_format", format!("iolog_format: {error}"))
+                })?);
+        }
+        replay.flow = self.text("iolog_flow").map(str::to_string);
+        if let Some(mode) = self.text("replay_mode") {
+            replay.mode =
+                ReplayMode::parse(mode).map_err(|error| self.error("replay_mode", error))?;
+        }
+        replay.no_stall = self.flag("replay_no_stall", false);
+        if let Some(scale) = self.int("replay_time_scale") {
+            if scale < 1 {
+                return Err(self.error(
+                    "replay_time_scale",
+                    format!("replay_time_scale={scale}: a percentage of at least 1"),
+                ));
+            }
+            replay.time_scale = to_u32(scale);
+        }
+        if let Some(scale) = self.int("replay_scale") {
+            if scale < 1 {
+                return Err(self.error(
+                    "replay_scale",
+                    format!("replay_scale={scale}: offsets are divided by it; at least 1"),
+                ));
+            }
+            replay.scale = to_u64(scale);
+        }
+        if let Some(align) = self.int("replay_align") {
+            if align < 0 || (align > 0 && !to_u64(align).is_power_of_two()) {
+                return Err(self.error(
+                    "replay_align",
+                    format!("replay_align={align}: a power of 2 (or 0 for none)"),
+                ));
+            }
+            replay.align = to_u64(align);
+        }
+        replay.redirect = self
+            .text("replay_redirect")
+            .filter(|name| !name.is_empty())
+            .map(str::to_string);
+        if let Some(skip) = self.text("replay_skip") {
+            for word in skip.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+                let index = match word {
+                    "read" => 0,
+                    "write" => 1,
+                    "trim" => 2,
+                    "sync" => 3,
+                    other => {
+                        return Err(self.error(
+                            "replay_skip",
+                            format!("replay_skip: {other:?} is not read, write, trim or sync"),
+                        ))
+                    }
+                };
+                replay.skip[index] = true;
+            }
+        }
+        spec.replay = Some(replay);
         Ok(())
     }
 

@@ -676,7 +676,7 @@ fn refusals_name_the_option_and_reason() {
     assert!(error("[j]\nflow=-1\n").contains("weight since fio 3.23"));
     assert!(error("[j]\nrwmixcycle=10\n").contains("no longer accepts"));
     assert!(error("[j]\nhostname=x\n").contains("engine the simulator does not run"));
-    assert!(error("[j]\nread_iolog=trace.log\n").contains("replaying"));
+    assert!(error("[j]\nmerge_blktrace_file=m.bin\n").contains("merge_blktrace_file"));
     assert!(error("[j]\nioengine=libaio\niodepth=32\niodepth_low=8\n").contains("iodepth_low"));
 }
 
@@ -981,4 +981,44 @@ fn profile_options_are_accepted_with_a_note() {
         let note = file.notes.iter().find(|n| n.option == option).unwrap();
         assert!(note.message.contains("--profile"), "{}", note.message);
     }
+}
+
+// read_iolog and the replay_* options read as fio documents them, with iosched's trace options;
+// bad values name the option and the line.
+#[test]
+fn replay_options_read_as_fio_documents_them() {
+    use crate::trace::{Format, ReplayMode};
+    let spec = job(
+        "[j]\nread_iolog=t.log\nreplay_no_stall=1\nreplay_time_scale=200\n\
+                    replay_scale=8\nreplay_align=4096\nreplay_redirect=/dev/sdb\n\
+                    replay_skip=write,trim\niolog_format=msr\niolog_flow=disk:web_0\n\
+                    replay_mode=closed\n",
+    );
+    let replay = spec.replay.expect("a replay");
+    assert_eq!(replay.path, "t.log");
+    assert!(replay.no_stall);
+    assert_eq!(replay.time_scale, 200);
+    assert_eq!(replay.scale, 8);
+    assert_eq!(replay.align, 4096);
+    assert_eq!(replay.redirect.as_deref(), Some("/dev/sdb"));
+    assert_eq!(replay.skip, [false, true, true, false]);
+    assert_eq!(replay.format, Some(Format::Msr));
+    assert_eq!(replay.flow.as_deref(), Some("disk:web_0"));
+    assert_eq!(replay.mode, ReplayMode::Closed);
+    assert_eq!(
+        job("[j]\nwrite_iolog=out.log\n").write_iolog.as_deref(),
+        Some("out.log")
+    );
+    assert!(job("[j]\n").replay.is_none());
+    assert!(error("[j]\nread_iolog=t.log\nreplay_align=3000\n")
+        .starts_with("t.fio:3: replay_align=3000: a power of 2"));
+    assert!(error("[j]\nread_iolog=t.log\nreplay_skip=reads\n")
+        .contains("\"reads\" is not read, write, trim or sync"));
+    assert!(
+        error("[j]\nread_iolog=t.log\niolog_format=csv\n").contains("unknown trace format \"csv\"")
+    );
+    assert!(error("[j]\nread_iolog=t.log\nreplay_mode=later\n").contains("fio, open or closed"));
+    assert!(error("[j]\niolog_flow=pid:1\n").contains("applies only with read_iolog"));
+    let both = job("[j]\nread_iolog=t.log\nwrite_iolog=u.log\n");
+    assert!(both.replay.is_some() && both.write_iolog.is_some());
 }

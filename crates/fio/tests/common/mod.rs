@@ -38,6 +38,7 @@ pub fn job(name: &str, group_id: u32, runtime: u64) -> JobResult {
         steadystate: None,
         logs: Default::default(),
         log: None,
+        iolog: None,
         device_time: 0,
     }
 }
