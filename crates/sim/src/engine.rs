@@ -33,6 +33,7 @@ use iosched_core::{
 use iosched_fio::driver::{self, Issued, JobState, Phase, SyncKind, Timer};
 use iosched_fio::job::Fadvise;
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
+use iosched_fio::trace;
 use iosched_fio::zbd::{ZbdFile, ZbdRegistry};
 use iosched_fio::{
     BlockSize, DataDir, DiskAccounting, JobFile, JobSpec, Parameter, RunReport, RwMode,
@@ -613,6 +614,19 @@ impl Simulation {
         if file.jobs.is_empty() {
             return Err(SimError::new("the job file defines no jobs"));
         }
+        // A job that replays a trace takes its files, directions and sizes from it; the trace
+        // is read once here, so a malformed one is refused before anything runs.
+        let prepared;
+        let file = if file.jobs.iter().any(|spec| spec.replay.is_some()) {
+            let mut copy = file.clone();
+            for spec in &mut copy.jobs {
+                trace::replay::prepare(spec, false).map_err(|error| SimError::job(spec, &error))?;
+            }
+            prepared = copy;
+            &prepared
+        } else {
+            file
+        };
         // `partitions` is the disk's partition table, not a model's parameter: any device
         // takes it, and the layout places jobs by it.
         let (table, model_settings): (Vec<_>, Vec<_>) = config
@@ -748,10 +762,25 @@ impl Simulation {
         horizon::check(&planned, time_limit)?;
         // Logs open last, once nothing else can refuse the run: a refused run leaves none.
         if config.write_logs {
-            for run in &mut jobs {
+            trace::write::check_iolog_names(jobs.iter().map(|run| &run.spec))
+                .map_err(SimError::new)?;
+            for (index, run) in jobs.iter_mut().enumerate() {
                 run.result
                     .open_logs(&run.spec)
                     .map_err(|error| SimError::job(&run.spec, &error))?;
+                if let Some(path) = &run.spec.write_iolog {
+                    let files = run
+                        .spec
+                        .filenames
+                        .iter()
+                        .cloned()
+                        .zip(layout.job_extents[index].iter().map(|extent| extent.start))
+                        .collect();
+                    run.result.iolog = Some(
+                        trace::IologStream::open(path, files)
+                            .map_err(|error| SimError::job(&run.spec, &error))?,
+                    );
+                }
             }
         }
         Ok(Simulation {
@@ -887,6 +916,18 @@ impl Simulation {
         let generator = Generator::new(spec, regions, Rng::new(stream_seed));
         let mut state = JobState::new(spec.clone(), index, seed, generator, region_bytes);
         state.zbd = zbd;
+        if let Some(replay) = &spec.replay {
+            let files = spec
+                .filenames
+                .iter()
+                .zip(&layout.job_extents[index])
+                .map(|(name, extent)| (name.clone(), extent.start, extent.len))
+                .collect();
+            state.replay = Some(
+                trace::Replay::open(replay, files)
+                    .map_err(|error| SimError::job(spec, &format!("read_iolog: {error}")))?,
+            );
+        }
         Ok((
             state,
             SimJob {

@@ -43,6 +43,7 @@ use iosched_fio::driver::{self, Issued, JobState, Phase, SyncKind, Timer};
 use iosched_fio::random::{derive_seed, mix64, Rng};
 use iosched_fio::report::{scheduler_counters, tunable_parameters};
 use iosched_fio::stats::iodepth_bucket;
+use iosched_fio::trace;
 use iosched_fio::workload::{Generator, NextIo};
 use iosched_fio::zbd::{ZbdFile, ZbdRegistry};
 use iosched_fio::{BlockSize, DataDir, JobSpec, Parameter, RunReport, RwMode};
@@ -370,6 +371,25 @@ fn job_run(
     own_spec.prio = groups.settings(group).prio_class.apply(spec.prio);
     let mut state = JobState::new(own_spec, index, seed, generator, region_bytes);
     state.zbd = zbd;
+    if let Some(replay) = &spec.replay {
+        // Replayed offsets are the files' own (fio's `io_u->offset`), whatever the job's
+        // `offset=`: each file from its first byte to its end.
+        let extents = files
+            .iter()
+            .zip(&spec.filenames)
+            .map(|(f, name)| {
+                let size = all
+                    .files
+                    .get(f.file)
+                    .map_or(f.region.start + f.region.len, |open| open.size);
+                (name.clone(), 0, size)
+            })
+            .collect();
+        state.replay = Some(
+            trace::Replay::open(replay, extents)
+                .map_err(|error| UringError::job(spec, format!("read_iolog: {error}")))?,
+        );
+    }
     let buffer_len = spec.bs.iter().map(BlockSize::max).max().unwrap_or(4096) as usize;
     let buffers = files::random_buffers(state.depth as usize, buffer_len, stream_seed);
     let own = UringJob {
@@ -431,6 +451,34 @@ impl Engine {
         if file.jobs.is_empty() {
             return Err(UringError::new("the job file defines no jobs"));
         }
+        // A job that replays a trace takes its directions and block sizes from it (its files
+        // only among those the job file names); the trace is read once here, so a malformed
+        // one is refused before any file is opened.
+        let prepared;
+        let file = if file.jobs.iter().any(|spec| spec.replay.is_some()) {
+            let mut copy = file.clone();
+            for spec in &mut copy.jobs {
+                if let (Some(replay), Some(path)) = (&mut spec.replay, &config.filename) {
+                    replay.redirect = Some(path.display().to_string());
+                }
+                let summary = trace::replay::prepare(spec, true)
+                    .map_err(|error| UringError::job(spec, error))?;
+                if summary.ios[2] > 0 {
+                    return Err(UringError::job(
+                        spec,
+                        format!(
+                            "read_iolog: the trace has {} trims and the real engine does not \
+                             issue trims (discards); leave them out with replay_skip=trim",
+                            summary.ios[2]
+                        ),
+                    ));
+                }
+            }
+            prepared = copy;
+            &prepared
+        } else {
+            file
+        };
         for job in &file.jobs {
             check_job(job)?;
         }
@@ -480,10 +528,30 @@ impl Engine {
         register(&mut core, &mut own);
         // Logs open last, once nothing else can refuse the run: a refused run leaves none.
         if config.write_logs {
-            for (run, spec) in jobs.iter_mut().zip(&file.jobs) {
+            trace::write::check_iolog_names(file.jobs.iter()).map_err(UringError::new)?;
+            for (index, (run, spec)) in jobs.iter_mut().zip(&file.jobs).enumerate() {
                 run.result.open_logs(spec).map_err(|error| {
                     UringError::new(format!("{}: job {:?}: {error}", spec.location, spec.name))
                 })?;
+                if let Some(path) = &spec.write_iolog {
+                    // Offsets are the files' own: the log names each file as the job does.
+                    let names = own[index]
+                        .files
+                        .iter()
+                        .zip(&spec.filenames)
+                        .map(|(f, name)| {
+                            let open = files.files.get(f.file).map_or(name, |o| &o.name);
+                            (open.clone(), 0)
+                        })
+                        .collect();
+                    run.result.iolog =
+                        Some(trace::IologStream::open(path, names).map_err(|error| {
+                            UringError::new(format!(
+                                "{}: job {:?}: {error}",
+                                spec.location, spec.name
+                            ))
+                        })?);
+                }
             }
         }
         Ok(Engine {
