@@ -70,6 +70,15 @@ Examples:
   iosched experiment run seed004-cdl
   iosched experiment run --all --quick --results results";
 
+/// `iosched trace --help`'s examples.
+pub const EXAMPLES_TRACE: &str = "\
+Examples:
+  iosched trace info web_0.csv
+  iosched trace convert web_0.csv web_0.iolog --to iolog
+  iosched trace jobs web_0.csv --mode open --flow-map disk:web_0=/web > web.fio
+  iosched trace jobs trace.blkparse --flow-map pid:1234=/db:rt/0 | iosched run - --policy bfq
+  iosched run replay.fio --engine real --filename /dev/loop0   (a job with read_iolog=)";
+
 /// `iosched devices --help`'s examples.
 pub const EXAMPLES_DEVICES: &str = "\
 Examples:

@@ -16,3 +16,4 @@ pub mod mount;
 pub mod progress;
 pub mod run;
 pub mod sweep;
+pub mod trace;

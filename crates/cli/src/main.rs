@@ -2,7 +2,9 @@
 
 use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches, Subcommand};
-use iosched::{bench, calibrate, catalog, compare, experiment, frontier, hints, mount, run, sweep};
+use iosched::{
+    bench, calibrate, catalog, compare, experiment, frontier, hints, mount, run, sweep, trace,
+};
 use std::process::ExitCode;
 
 /// I/O scheduling with quality of service: fio jobs in, fio-compatible results out.
@@ -28,6 +30,9 @@ enum Command {
     /// List or run the reproducible experiments (one folder per claim).
     #[command(after_help = hints::EXAMPLES_EXPERIMENT)]
     Experiment(experiment::ExperimentArgs),
+    /// Traces: what one holds, one in another format, one's flows as a job file to replay.
+    #[command(after_help = hints::EXAMPLES_TRACE)]
+    Trace(trace::TraceArgs),
     /// List the policies, their tunables, defaults and units.
     #[command(after_help = hints::EXAMPLES_POLICIES)]
     Policies,
@@ -99,6 +104,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::compare(args),
         Command::Sweep(args) => sweep::sweep(args),
         Command::Experiment(args) => experiment::experiment(args),
+        Command::Trace(args) => trace::trace(args),
         Command::Policies => catalog::policies(),
         Command::Devices(args) => catalog::devices(args),
         Command::Calibrate(args) => calibrate::calibrate(args),

@@ -190,7 +190,7 @@ pub enum EngineKind {
 /// Arguments of `iosched run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The fio job file.
+    /// The fio job file (`-`: read it from standard input).
     pub jobfile: PathBuf,
     #[command(flatten)]
     pub sim: SimArgs,
@@ -315,7 +315,7 @@ fn run_jobs(
     formats: &[Format],
     output: &mut Option<OutputFile>,
 ) -> Result<ExitCode> {
-    let file = parse::parse_file(&args.jobfile).map_err(anyhow::Error::msg)?;
+    let file = read_job_file(&args.jobfile)?;
     // The output is opened before the run, so that a path that cannot be written is refused
     // before minutes of work, as fio opens its --output first.
     *output = open_output(args)?;
@@ -359,6 +359,31 @@ fn run_jobs(
     write_results(output.take(), &report, formats)?;
     print_job_errors(&report);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The job file at `path`, or with `-` the one on standard input (as `fio -` reads it; its
+/// includes and relative paths are then the current directory's).
+pub fn read_job_file(path: &Path) -> Result<JobFile> {
+    if path != Path::new("-") {
+        return parse::parse_file(path).map_err(anyhow::Error::msg);
+    }
+    use std::io::Read;
+    let limit = iosched_core::limits::INPUT_FILE_BYTES_MAX;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .context("reading the job file from standard input")?;
+    if bytes.len() > limit {
+        bail!("the job file on standard input is larger than {limit} bytes (iosched's limit)");
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("the job file on standard input is not UTF-8 text"))?;
+    parse::parse_str(&text, "<stdin>", Path::new(""), &|name| {
+        std::env::var(name).ok()
+    })
+    .map_err(anyhow::Error::msg)
 }
 
 /// What ended a job with an error, as fio prints it on stderr (`rate_min` not met, a latency
