@@ -23,7 +23,7 @@ pub const ALONE_POLICY: &str = "noop";
 /// Arguments of `iosched compare`.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// The fio job file.
+    /// The fio job file (`-`: read it from standard input).
     pub jobfile: PathBuf,
     /// A policy to compare (repeat: --policy deadline --policy noop). POLICY:NAME=VALUE,...
     /// sets tunables for that column only: --policy deadline --policy deadline:priorities=0.
@@ -67,7 +67,15 @@ pub enum CompareFormat {
 
 /// Runs `iosched compare`.
 pub fn compare(args: CompareArgs) -> Result<ExitCode> {
-    let job = JobSource::read(&args.jobfile)?;
+    let job = if args.jobfile == std::path::Path::new("-") {
+        JobSource {
+            text: crate::run::stdin_job_text()?,
+            origin: "<stdin>".into(),
+            base_dir: PathBuf::new(),
+        }
+    } else {
+        JobSource::read(&args.jobfile)?
+    };
     let sweep = args.sweep.as_deref().map(parse_sweep).transpose()?;
     let policies: Vec<String> = if args.policies.is_empty() {
         DEFAULT_POLICIES.iter().map(|p| p.to_string()).collect()

@@ -367,6 +367,15 @@ pub fn read_job_file(path: &Path) -> Result<JobFile> {
     if path != Path::new("-") {
         return parse::parse_file(path).map_err(anyhow::Error::msg);
     }
+    let text = stdin_job_text()?;
+    parse::parse_str(&text, "<stdin>", Path::new(""), &|name| {
+        std::env::var(name).ok()
+    })
+    .map_err(anyhow::Error::msg)
+}
+
+/// The job file on standard input, within iosched's input limit.
+pub fn stdin_job_text() -> Result<String> {
     use std::io::Read;
     let limit = iosched_core::limits::INPUT_FILE_BYTES_MAX;
     let mut bytes = Vec::new();
@@ -378,12 +387,8 @@ pub fn read_job_file(path: &Path) -> Result<JobFile> {
     if bytes.len() > limit {
         bail!("the job file on standard input is larger than {limit} bytes (iosched's limit)");
     }
-    let text = String::from_utf8(bytes)
-        .map_err(|_| anyhow::anyhow!("the job file on standard input is not UTF-8 text"))?;
-    parse::parse_str(&text, "<stdin>", Path::new(""), &|name| {
-        std::env::var(name).ok()
-    })
-    .map_err(anyhow::Error::msg)
+    String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("the job file on standard input is not UTF-8 text"))
 }
 
 /// What ended a job with an error, as fio prints it on stderr (`rate_min` not met, a latency

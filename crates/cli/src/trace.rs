@@ -80,8 +80,8 @@ struct JobsArgs {
     /// Each flow's queue depth (open and fio modes): its most I/Os in flight.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=i64::from(iosched_core::limits::IODEPTH_MAX)))]
     iodepth: u32,
-    /// Where a target goes: TARGET=FILE (repeatable); by default the trace's one target is
-    /// /dev/sda, or each target a file of its name.
+    /// Where a target goes: TARGET=FILE (repeatable, e.g. disk:web_0=/dev/sdb); by default
+    /// each target is a file of its own name (web_0.dat), never a device you did not name.
     #[arg(long = "target", value_name = "TARGET=FILE")]
     targets: Vec<String>,
     /// A flow's cgroup and priority: KEY=/cgroup, KEY=/cgroup:CLASS/LEVEL or KEY=:CLASS/LEVEL

@@ -86,8 +86,10 @@ pub struct JobsOptions {
     pub time_scale: u32,
     /// Each job's `iodepth` (1 under `closed`).
     pub iodepth: u32,
-    /// The file or device each target goes to, by the target's name; targets not named go to
-    /// `/dev/sda` when the trace has one target, else to a file of their own name.
+    /// The file or device each target goes to, by the target's name. A target not named goes
+    /// to a file of its own name (`web_0.dat`), never to a device node the user did not name;
+    /// an iolog's files keep their names unless named here (then the job's
+    /// `replay_redirect`).
     pub filenames: Vec<(String, String)>,
     /// Cgroups and priorities per flow.
     pub flow_map: Vec<FlowMap>,
@@ -157,19 +159,31 @@ pub fn job_file(options: &JobsOptions) -> Result<String, TraceError> {
     }
     let format = reader.format();
     let names = reader.names();
-    let target_file = |target: u32| -> String {
+    let mapped = |target: u32| -> Option<String> {
         let name = names.get(target);
-        if let Some((_, file)) = options.filenames.iter().find(|(t, _)| t == name) {
-            return file.clone();
-        }
-        if format == Format::Iolog {
-            name.to_string()
-        } else if targets.len() == 1 {
-            "/dev/sda".to_string()
-        } else {
-            file_name_for(name)
-        }
+        options
+            .filenames
+            .iter()
+            .find(|(t, _)| t == name)
+            .map(|(_, file)| file.clone())
     };
+    let target_file = |target: u32| -> String {
+        mapped(target).unwrap_or_else(|| file_name_for(names.get(target)))
+    };
+    if let Some((unknown, _)) = options.filenames.iter().find(|(t, _)| {
+        !targets
+            .iter()
+            .any(|&target| names.get(target) == t.as_str())
+    }) {
+        let known: Vec<&str> = targets.iter().map(|&t| names.get(t)).take(20).collect();
+        return Err(TraceError::file(
+            &options.path,
+            format!(
+                "--target names {unknown:?}, which the trace does not address (its targets: {})",
+                known.join(", ")
+            ),
+        ));
+    }
     let mut text = String::new();
     let _ = writeln!(
         text,
@@ -198,7 +212,12 @@ pub fn job_file(options: &JobsOptions) -> Result<String, TraceError> {
         let _ = writeln!(text, "; {ios} I/Os");
         let _ = writeln!(text, "[{key}]");
         let _ = writeln!(text, "iolog_flow={key}");
-        if format != Format::Iolog {
+        if format == Format::Iolog {
+            // An iolog's flow is one file: named elsewhere, its I/O is redirected there.
+            if let Some(file) = flow_targets.first().and_then(|&t| mapped(t)) {
+                let _ = writeln!(text, "replay_redirect={file}");
+            }
+        } else {
             let files: Vec<String> = flow_targets
                 .iter()
                 .map(|&t| escape_filename(&target_file(t)))

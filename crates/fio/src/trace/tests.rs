@@ -680,6 +680,13 @@ fn job_files_have_a_job_per_flow() {
     let parsed = crate::parse::parse_str(&text, "g.fio", dir.path(), &|_| None).unwrap();
     assert_eq!(parsed.jobs.len(), 2);
     assert_eq!(parsed.jobs[0].cgroup, "/db");
+    let bad_target = JobsOptions {
+        filenames: vec![("9,9".into(), "/dev/sdz".into())],
+        ..options.clone()
+    };
+    assert!(job_file(&bad_target).unwrap_err().to_string().contains(
+        "--target names \"9,9\", which the trace does not address (its targets: 8,0, 8,16)"
+    ));
     let unknown = JobsOptions {
         flow_map: vec![FlowMap::parse("pid:99=/x").unwrap()],
         ..options
@@ -695,4 +702,32 @@ fn job_files_have_a_job_per_flow() {
         .unwrap_err()
         .contains("0 to 7"));
     assert_eq!(FlowMap::parse("pid:1=:idle/7").unwrap().prio, Some((3, 7)));
+}
+
+// An iolog's flows are its files: each job keeps the log's file unless --target names
+// another, which the job then reaches by replay_redirect.
+#[test]
+fn iolog_flows_are_redirected_only_when_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(
+        &dir,
+        "t.log",
+        b"fio version 3 iolog\n0 a add\n0 b add\n1 a read 0 4096\n2 b write 0 4096\n",
+    );
+    let options = JobsOptions {
+        path,
+        format: None,
+        mode: ReplayMode::Fio,
+        time_scale: 50,
+        iodepth: 8,
+        filenames: vec![("b".into(), "/srv/b.img".into())],
+        flow_map: Vec::new(),
+    };
+    let text = job_file(&options).unwrap();
+    assert!(text.contains("[file:a]\niolog_flow=file:a\n\n"), "{text}");
+    assert!(
+        text.contains("[file:b]\niolog_flow=file:b\nreplay_redirect=/srv/b.img\n"),
+        "{text}"
+    );
+    assert!(text.contains("replay_time_scale=50\n") && text.contains("replay_mode=fio\n"));
 }
