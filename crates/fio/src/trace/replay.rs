@@ -29,6 +29,12 @@
 //! `file:/dev/sdb`); `replay_skip` leaves out directions; offsets are divided by `replay_scale`
 //! and aligned down to `replay_align`.
 //!
+//! Requests that overlap one another, in flight or not, are issued as the trace has them, as
+//! fio does without `serialize_overlap`.
+//!
+//! A block-level trace (blktrace, blkparse, MSR, SPC) is replayed with `direct=1`, as fio's
+//! `load_blktrace` sets `odirect`: it was taken below the page cache.
+//!
 //! Where they go: an iolog's files are the job's files, as in fio (or the one
 //! `replay_redirect` names). In other formats each target (a disk, an ASU, a device) takes the
 //! job's next `filename`, in the order they first appear; a trace with more targets than the
@@ -398,6 +404,11 @@ pub fn prepare(spec: &mut JobSpec, real: bool) -> Result<TraceSummary, String> {
     }
     if replay.mode == ReplayMode::Closed {
         spec.iodepth = 1;
+    }
+    // A block trace was taken below the page cache: fio replays blktrace with O_DIRECT
+    // (load_blktrace sets odirect), and so does iosched every block-level format.
+    if format != Format::Iolog {
+        spec.direct = true;
     }
     Ok(summary)
 }

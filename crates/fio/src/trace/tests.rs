@@ -592,6 +592,11 @@ fn prepare_takes_the_jobs_shape_from_the_trace() {
     redirected.replay = Some(replay);
     prepare(&mut redirected, false).unwrap();
     assert_eq!(redirected.filenames, ["/dev/sdc"]);
+    assert!(
+        redirected.direct,
+        "a block trace replays below the page cache"
+    );
+    assert!(!spec.direct, "an iolog keeps the job's direct=");
     let mut nobody = JobSpec::new("j");
     let mut replay = ReplaySpec::new(&msr);
     replay.flow = Some("disk:c_0".into());
