@@ -316,9 +316,18 @@ pub fn summarize(spec: &ReplaySpec) -> Result<TraceSummary, TraceError> {
 /// directions, block sizes and (on the simulator, `real` false) file sizes; a trace without an
 /// I/O for the job, or one whose targets the job cannot place, is refused.
 pub fn prepare(spec: &mut JobSpec, real: bool) -> Result<TraceSummary, String> {
-    let Some(replay) = spec.replay.clone() else {
+    let Some(mut replay) = spec.replay.clone() else {
         return Ok(TraceSummary::default());
     };
+    // fio's get_name_by_idx: `read_iolog=a.log:b.log` gives each numjobs clone its own log,
+    // the clone's number modulo the count (a path that exists as written is one path).
+    if replay.path.contains(':') && !replay.resolved().exists() {
+        let parts: Vec<&str> = replay.path.split(':').filter(|p| !p.is_empty()).collect();
+        if !parts.is_empty() {
+            replay.path = parts[spec.clone as usize % parts.len()].to_string();
+            spec.replay = Some(replay.clone());
+        }
+    }
     if spec.zbd.is_some() {
         return Err("read_iolog: replaying into zonemode=zbd is not supported".into());
     }

@@ -736,3 +736,26 @@ fn iolog_flows_are_redirected_only_when_named() {
     );
     assert!(text.contains("replay_time_scale=50\n") && text.contains("replay_mode=fio\n"));
 }
+
+// fio's get_name_by_idx: a colon-separated read_iolog gives each clone its own trace.
+#[test]
+fn clones_take_their_own_log_from_a_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_file(&dir, "a.log", b"fio version 2 iolog\nf read 0 4096\n");
+    let b = write_file(
+        &dir,
+        "b.log",
+        b"fio version 2 iolog\nf write 0 4096\nf write 4096 4096\n",
+    );
+    for (clone, reads, writes) in [(0, 1, 0), (1, 0, 2), (2, 1, 0)] {
+        let mut spec = JobSpec::new("j");
+        spec.clone = clone;
+        spec.replay = Some(ReplaySpec::new(&format!("{a}:{b}")));
+        let summary = prepare(&mut spec, false).unwrap();
+        assert_eq!(
+            (summary.ios[0], summary.ios[1]),
+            (reads, writes),
+            "clone {clone}"
+        );
+    }
+}
