@@ -331,6 +331,14 @@ pub fn prepare(spec: &mut JobSpec, real: bool) -> Result<TraceSummary, String> {
     if spec.zbd.is_some() {
         return Err("read_iolog: replaying into zonemode=zbd is not supported".into());
     }
+    if replay.path == "-" {
+        return Err(
+            "read_iolog=-: iosched reads a trace twice (once before the run, to refuse \
+                    a malformed one before anything runs), so it must be a file; save standard \
+                    input to one first"
+                .into(),
+        );
+    }
     let summary = summarize(&replay).map_err(|error| format!("read_iolog: {error}"))?;
     if summary.records() == 0 {
         let which = replay

@@ -608,6 +608,11 @@ fn prepare_takes_the_jobs_shape_from_the_trace() {
         ),
         "{refused}"
     );
+    let mut stdin = JobSpec::new("j");
+    stdin.replay = Some(ReplaySpec::new("-"));
+    assert!(prepare(&mut stdin, false)
+        .unwrap_err()
+        .contains("must be a file"));
     let summary = summarize(&ReplaySpec::new(&msr)).unwrap();
     assert_eq!(
         summary.flows,
