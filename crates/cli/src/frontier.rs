@@ -64,6 +64,16 @@ pub struct FrontierArgs {
     /// option given without a value is empty: `--forwarded-targets` runs none.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1.5")]
     pub forwarded_targets: Vec<f64>,
+    /// Linux's cgroup controllers to run at each of --targets as iosched runs them: the
+    /// foreground in /fg (io.weight 1000), the background in /bg (100); io.latency's target
+    /// on /fg, io.cost's read latency target at the median (its model from the curve).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        num_args = 0..,
+        default_value = "io.latency,io.cost"
+    )]
+    pub controllers: Vec<String>,
     /// Rounds: everything but the overhead pairs and the drift runs this many times, in turn,
     /// and every figure is the median of its rounds (each mix also shows its fraction of the
     /// curve in each round). One round takes about seven minutes.
@@ -108,6 +118,7 @@ pub fn frontier(args: FrontierArgs) -> Result<ExitCode> {
         policies: args.policies,
         targets: args.targets,
         forwarded_targets: args.forwarded_targets,
+        controllers: args.controllers,
         rounds: args.rounds,
         overhead_pairs: args.overhead_pairs,
         device_depth: args.device_depth,

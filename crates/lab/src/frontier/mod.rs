@@ -16,7 +16,10 @@
 //!    under each kernel scheduler (`none`, `mq-deadline`, `kyber`, `bfq`), and with iosched
 //!    under each of its policies (scheduler `none`), the `latency` policy once per target
 //!    (`--targets`, multiples of the alone latency), each followed by fio at the two depths
-//!    whose latencies bracket its foreground's, to have the curve *beside* it;
+//!    whose latencies bracket its foreground's, to have the curve *beside* it; and iosched's
+//!    io.latency and io.cost (`--controllers`) at each target, the foreground in cgroup /fg
+//!    (io.weight 1000) and the background in /bg (100): io.latency's target on /fg, io.cost's
+//!    read latency target at the median with a cost model from the curve's deepest IOPS;
 //! 4. **overhead and drift**: fio and iosched noop at the deepest depth again, in pairs back to
 //!    back, and fio alone again: the engine's overhead ratio (iosched IOPS / fio IOPS, the
 //!    median over these pairs and the curves'), and how much the device moved during the run.
@@ -90,6 +93,9 @@ pub struct Options {
     /// the device with its own priority), to show what the layers below do with it. Each list
     /// option given without a value is empty: `--forwarded-targets` runs none.
     pub forwarded_targets: Vec<f64>,
+    /// Linux's cgroup controllers to run at each of --targets as iosched runs them
+    /// (`io.latency`, `io.cost`), with the foreground in /fg and the background in /bg.
+    pub controllers: Vec<String>,
     /// Rounds: everything but the overhead pairs and the drift runs this many times, in turn,
     /// and every figure is the median of its rounds (each mix also shows its fraction of the
     /// curve in each round). One round takes about seven minutes.
@@ -320,6 +326,16 @@ pub mod jobs {
         global(filename, runtime)
             + FOREGROUND
             + "\n[bg]\niodepth=32\nprioclass=3\nprio=0\nnumjobs=2\n"
+    }
+
+    /// The mix with the foreground in cgroup /fg and the background in /bg, for the cgroup
+    /// controllers (iosched's own groups: only iosched runs it, so fio's `cgroup=` never
+    /// makes a kernel cgroup here).
+    pub fn mix_grouped(filename: &str, runtime: u64) -> String {
+        global(filename, runtime)
+            + FOREGROUND
+            + "cgroup=/fg\n"
+            + "\n[bg]\niodepth=32\nprioclass=3\nprio=0\nnumjobs=2\ncgroup=/bg\n"
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::device::{command_output, is_root, Setup};
 use super::*;
+use iosched_core::group::GroupSetting;
 
 pub(super) fn check_interrupted(stop: &AtomicBool) -> Result<()> {
     if stop.load(Ordering::SeqCst) {
@@ -46,6 +47,7 @@ pub(super) fn run_iosched(
     text: &str,
     policy: &str,
     settings: &[(String, String)],
+    groups: &[GroupSetting],
     device_depth: u32,
 ) -> Result<RunReport> {
     let file = iosched_fio::parse::parse_str(text, "frontier.fio", Path::new("."), &|_| None)
@@ -53,6 +55,7 @@ pub(super) fn run_iosched(
     let config = iosched_uring::UringConfig {
         policy: policy.to_string(),
         policy_settings: settings.to_vec(),
+        group_settings: groups.to_vec(),
         device_depth,
         ..iosched_uring::UringConfig::default()
     };
@@ -100,6 +103,9 @@ pub fn run(args: &Options, progress: &dyn Progress) -> Result<Frontier> {
     }
     if args.runtime == 0 {
         bail!("--runtime needs at least 1 second");
+    }
+    for controller in &args.controllers {
+        controller_groups(controller, 1, 1.0)?;
     }
     if args
         .targets
@@ -187,6 +193,7 @@ impl Round<'_> {
             &jobs::alone(device, runtime),
             "noop",
             &[],
+            &[],
             self.device_depth,
         )?;
         let alone = iosched_measure(&report, "fg")?;
@@ -207,7 +214,14 @@ impl Round<'_> {
                 mean_ns: m.mean_ns,
             });
             progress.start(&format!("iosched noop QD{depth}"));
-            let report = run_iosched(&args.stop, &text, "noop", &[], self.device_depth.max(depth))?;
+            let report = run_iosched(
+                &args.stop,
+                &text,
+                "noop",
+                &[],
+                &[],
+                self.device_depth.max(depth),
+            )?;
             let m = iosched_measure(&report, "curve")?;
             progress.finish(show(&m));
             frontier.curve_iosched.points.push(CurvePoint {
@@ -243,8 +257,9 @@ impl Round<'_> {
         self.setup.select("none")?;
 
         let alone_us = frontier.alone_fio.mean_ns / 1000.0;
-        // The row to fill, the policy, its settings.
-        type PolicyRun = (MixRow, String, Vec<(String, String)>);
+        // The row to fill, the policy, its settings, its cgroup files (which also move the
+        // mix's jobs into /fg and /bg).
+        type PolicyRun = (MixRow, String, Vec<(String, String)>, Vec<GroupSetting>);
         let mut runs: Vec<PolicyRun> = args
             .policies
             .iter()
@@ -253,7 +268,7 @@ impl Round<'_> {
                     label: format!("iosched {p}"),
                     ..MixRow::default()
                 };
-                (row, p.clone(), Vec::new())
+                (row, p.clone(), Vec::new(), Vec::new())
             })
             .collect();
         let latency_runs = args
@@ -275,11 +290,44 @@ impl Round<'_> {
                 targets_us: vec![target],
                 ..MixRow::default()
             };
-            runs.push((row, "latency".into(), settings));
+            runs.push((row, "latency".into(), settings, Vec::new()));
         }
-        for (mut row, policy, settings) in runs {
+        // Linux's cgroup controllers as iosched runs them, at the same targets: io.latency on
+        // the foreground's group, and io.cost with the read latency target at the median.
+        let curve_iops = frontier
+            .curve_fio
+            .points
+            .iter()
+            .map(|p| p.iops)
+            .fold(0.0, f64::max);
+        for &factor in &args.targets {
+            let target = (factor * alone_us).round().max(1.0) as u64;
+            for controller in &args.controllers {
+                let (policy, groups) = controller_groups(controller, target, curve_iops)?;
+                let row = MixRow {
+                    label: format!("iosched {controller} {factor}x"),
+                    targets_us: vec![target],
+                    ..MixRow::default()
+                };
+                runs.push((row, policy, Vec::new(), groups));
+            }
+        }
+        let grouped_mix = jobs::mix_grouped(device, runtime);
+        for (mut row, policy, settings, groups) in runs {
             progress.start(&format!("{} mix", row.label));
-            let report = run_iosched(&args.stop, &mix, &policy, &settings, self.device_depth)?;
+            let text = if groups.is_empty() {
+                &mix
+            } else {
+                &grouped_mix
+            };
+            let report = run_iosched(
+                &args.stop,
+                text,
+                &policy,
+                &settings,
+                &groups,
+                self.device_depth,
+            )?;
             row.fg = iosched_measure(&report, "fg")?;
             row.bg = iosched_measure(&report, "bg")?;
             row.depths = counter(&report, "latency_depth_mean").into_iter().collect();
@@ -400,6 +448,7 @@ pub(super) fn measure(
             &text,
             "noop",
             &[],
+            &[],
             device_depth.max(deepest.depth),
         )?;
         let iosched = iosched_measure(&report, "curve")?;
@@ -419,4 +468,53 @@ pub(super) fn measure(
     progress.finish(show(&alone));
     frontier.drift_alone = Some(alone);
     Ok(frontier)
+}
+
+/// The stack and cgroup files that run `controller` (`io.latency` or `io.cost`) at a
+/// foreground target of `target_us`: io.latency's target on /fg; io.cost's QoS with the read
+/// latency target at the 50th percentile and, for the model, the device's 4 KiB random-read
+/// IOPS from its curve (`curve_iops`; the mix issues nothing else, so only that cost matters,
+/// and rbps is set high enough that the per-page cost is a small part of it). /fg has
+/// io.weight 1000 and /bg 100 under both, as a user protecting the foreground would set them.
+pub(super) fn controller_groups(
+    controller: &str,
+    target_us: u64,
+    curve_iops: f64,
+) -> Result<(String, Vec<GroupSetting>)> {
+    let setting = |path: &str, file: &str, value: String| GroupSetting {
+        path: path.into(),
+        file: file.into(),
+        value,
+        origin: format!("frontier {controller}"),
+    };
+    let mut groups = vec![
+        setting("/fg", "io.weight", "1000".into()),
+        setting("/bg", "io.weight", "100".into()),
+    ];
+    let policy = match controller {
+        "io.latency" => {
+            groups.push(setting("/fg", "io.latency", format!("target={target_us}")));
+            "iolatency+none"
+        }
+        "io.cost" => {
+            let iops = curve_iops.round().max(1.0) as u64;
+            let bps = iops.saturating_mul(4096 * 16);
+            groups.push(setting(
+                "/",
+                "io.cost.model",
+                format!(
+                    "ctrl=user model=linear rbps={bps} rseqiops={iops} rrandiops={iops} \
+                     wbps={bps} wseqiops={iops} wrandiops={iops}"
+                ),
+            ));
+            groups.push(setting(
+                "/",
+                "io.cost.qos",
+                format!("enable=1 ctrl=user rpct=50 rlat={target_us} wpct=50 wlat={target_us}"),
+            ));
+            "iocost+none"
+        }
+        other => bail!("--controllers: {other:?} is io.latency or io.cost"),
+    };
+    Ok((policy.to_string(), groups))
 }

@@ -282,3 +282,38 @@ fn kilo_figures() {
     assert_eq!(percent(0.8567), "85.7%");
     assert_eq!(percent(f64::NAN), "-");
 }
+
+// The controllers' rows run the grouped mix with cgroup files the kernel's syntax accepts:
+// io.latency's target on /fg, io.cost's model and QoS on the root, weights 1000 and 100.
+#[test]
+fn controllers_write_files_the_groups_accept() {
+    use super::runs::controller_groups;
+    use iosched_core::Groups;
+    for controller in ["io.latency", "io.cost"] {
+        let (policy, settings) = controller_groups(controller, 750, 41_000.0).unwrap();
+        let mut groups = Groups::new();
+        let text = jobs::mix_grouped("/dev/loop9", 5);
+        let file =
+            iosched_fio::parse::parse_str(&text, "m.fio", std::path::Path::new("."), &|_| None)
+                .unwrap();
+        for job in &file.jobs {
+            groups.intern(&job.cgroup).unwrap();
+        }
+        assert_eq!(file.jobs[0].cgroup, "/fg");
+        assert!(file.jobs[1..].iter().all(|j| j.cgroup == "/bg"));
+        groups
+            .apply(&settings)
+            .unwrap_or_else(|e| panic!("{controller}: {e}"));
+        iosched_core::policies::Stack::parse(&policy).unwrap();
+        let id = groups.intern("/fg").unwrap();
+        let fg = groups.settings(id);
+        assert_eq!(fg.weight, 1000);
+        if controller == "io.latency" {
+            assert_eq!(fg.latency_target_us, Some(750));
+        }
+    }
+    let (_, settings) = controller_groups("io.cost", 750, 41_000.0).unwrap();
+    let model = settings.iter().find(|s| s.file == "io.cost.model").unwrap();
+    assert!(model.value.contains("rrandiops=41000"), "{}", model.value);
+    assert!(controller_groups("io.max", 1, 1.0).is_err());
+}
