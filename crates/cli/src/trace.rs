@@ -166,9 +166,9 @@ fn run_convert(args: &ConvertArgs) -> Result<ExitCode> {
     let mut reader = TraceReader::open(&args.input, args.from).map_err(anyhow::Error::msg)?;
     // The output is a file the user named: written beside it and moved into place only when
     // the whole trace converted.
+    // (OutputFile buffers its writes itself.)
     let output = OutputFile::create(&args.output).map_err(anyhow::Error::msg)?;
-    let buffered = std::io::BufWriter::with_capacity(1 << 16, output);
-    let mut writer = TraceWriter::new(args.to, buffered)
+    let mut writer = TraceWriter::new(args.to, output)
         .with_context(|| format!("writing {}", args.output.display()))?;
     let show = !args.quiet && std::io::stderr().is_terminal();
     let started = Instant::now();
@@ -197,10 +197,7 @@ fn run_convert(args: &ConvertArgs) -> Result<ExitCode> {
         .with_context(|| format!("writing {}", args.output.display()))?;
     let (written, dropped) = writer.counts();
     let dropped: Vec<(String, u64)> = dropped.to_vec();
-    let output = writer
-        .into_inner()
-        .into_inner()
-        .map_err(|error| anyhow::anyhow!("writing {}: {}", args.output.display(), error.error()))?;
+    let output = writer.into_inner();
     if show {
         eprint!("\r");
     }

@@ -155,7 +155,7 @@ impl ReplaySpec {
             return None;
         };
         if let Some(flow) = &self.flow {
-            if flow_key(reader, record) != *flow {
+            if !is_flow(reader, record, flow) {
                 return None;
             }
         }
@@ -184,6 +184,16 @@ pub fn flow_key(reader: &TraceReader, record: &TraceRecord) -> String {
         format!("file:{name}")
     } else {
         name.to_string()
+    }
+}
+
+/// Whether `record` is of the flow `key` names ([`flow_key`]), without building the key.
+fn is_flow(reader: &TraceReader, record: &TraceRecord, key: &str) -> bool {
+    let name = reader.names().get(record.flow);
+    if reader.format() == Format::Iolog {
+        key.strip_prefix("file:") == Some(name)
+    } else {
+        key == name
     }
 }
 

@@ -402,6 +402,14 @@ fn spec_for(path: &str) -> ReplaySpec {
     ReplaySpec::new(path)
 }
 
+/// The pace of each step of a replay of `spec` over `files`.
+fn paces_of(spec: &ReplaySpec, files: &[(String, u64, u64)]) -> Vec<Pace> {
+    steps(&mut Replay::open(spec, files.to_vec()).unwrap())
+        .iter()
+        .map(|s| s.pace)
+        .collect()
+}
+
 fn steps(replay: &mut Replay) -> Vec<ReplayStep> {
     let mut out = Vec::new();
     while let Some(step) = replay.next_step().unwrap() {
@@ -438,15 +446,12 @@ fn fio_pacing_counts_gaps_from_the_last_issue() {
     // Offsets land in the file's extent.
     assert_eq!(
         got[1].op,
-        ReplayOp::Io(NextIoOf(DataDir::Read, (1 << 20) + 4096, 4096))
+        ReplayOp::Io(io_at(DataDir::Read, (1 << 20) + 4096, 4096))
     );
     assert_eq!(got[3].op, ReplayOp::Sync(0));
     let mut fast = spec_for(&path);
     fast.time_scale = 200;
-    let paces: Vec<Pace> = steps(&mut Replay::open(&fast, files.clone()).unwrap())
-        .iter()
-        .map(|s| s.pace)
-        .collect();
+    let paces = paces_of(&fast, &files);
     assert_eq!(paces[1], Pace::AfterIssue(100_000));
     let mut nostall = spec_for(&path);
     nostall.no_stall = true;
@@ -455,8 +460,8 @@ fn fio_pacing_counts_gaps_from_the_last_issue() {
         .all(|s| s.pace == Pace::AfterIssue(0)));
 }
 
-#[allow(non_snake_case)]
-fn NextIoOf(dir: DataDir, offset: u64, len: u64) -> crate::workload::NextIo {
+/// An I/O of the job's first file.
+fn io_at(dir: DataDir, offset: u64, len: u64) -> crate::workload::NextIo {
     crate::workload::NextIo {
         dir,
         offset,
@@ -479,10 +484,7 @@ fn open_and_closed_pacing() {
     let files = vec![("/dev/sda".to_string(), 0, 1 << 30)];
     let mut open = spec_for(&path);
     open.mode = ReplayMode::Open;
-    let paces: Vec<Pace> = steps(&mut Replay::open(&open, files.clone()).unwrap())
-        .iter()
-        .map(|s| s.pace)
-        .collect();
+    let paces = paces_of(&open, &files);
     assert_eq!(
         paces,
         [
@@ -493,10 +495,7 @@ fn open_and_closed_pacing() {
     );
     let mut closed = spec_for(&path);
     closed.mode = ReplayMode::Closed;
-    let paces: Vec<Pace> = steps(&mut Replay::open(&closed, files).unwrap())
-        .iter()
-        .map(|s| s.pace)
-        .collect();
+    let paces = paces_of(&closed, &files);
     // Think times: 10 - (0 + 4) = 6 ms; 12 - (10 + 4) < 0, so none.
     assert_eq!(
         paces,

@@ -3,6 +3,7 @@
 
 use super::{Action, Format, Names, TraceError, TraceOp, TraceRecord};
 use iosched_core::Nanos;
+use std::fmt::Write as _;
 use std::io::{BufRead, Read};
 
 /// Longest line read; a longer one is an error, not an allocation without bound.
@@ -14,6 +15,10 @@ pub struct TextReader {
     format: Format,
     input: Box<dyn BufRead + Send>,
     line: String,
+    /// The raw bytes of the line being read, kept between lines.
+    bytes: Vec<u8>,
+    /// A flow or target name being built, kept between records.
+    key: String,
     line_number: u64,
     bytes_read: u64,
     /// iolog's version (2 or 3), read from its first line.
@@ -35,6 +40,8 @@ impl TextReader {
             format,
             input,
             line: String::new(),
+            bytes: Vec::new(),
+            key: String::new(),
             line_number: 0,
             bytes_read: 0,
             iolog_version: 0,
@@ -76,10 +83,10 @@ impl TextReader {
     /// Reads the next line into `self.line`; false at the end.
     fn read_line(&mut self) -> Result<bool, TraceError> {
         self.line.clear();
-        let mut bytes = Vec::new();
+        self.bytes.clear();
         let input: &mut (dyn BufRead + Send) = &mut *self.input;
         let read = Read::take(input, LINE_MAX as u64 + 1)
-            .read_until(b'\n', &mut bytes)
+            .read_until(b'\n', &mut self.bytes)
             .map_err(|error| {
                 TraceError::file(&self.origin, format!("cannot read the trace: {error}"))
             })?;
@@ -91,8 +98,8 @@ impl TextReader {
         if read > LINE_MAX {
             return Err(self.error(format!("a line longer than {LINE_MAX} bytes")));
         }
-        match String::from_utf8(bytes) {
-            Ok(text) => self.line = text,
+        match std::str::from_utf8(&self.bytes) {
+            Ok(text) => self.line.push_str(text),
             Err(_) => return Err(self.error("not UTF-8 text")),
         }
         Ok(true)
@@ -228,7 +235,7 @@ impl TextReader {
     }
 
     /// `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`, times in 100 ns ticks.
-    fn msr(&self, names: &mut Names) -> Result<Option<TraceRecord>, String> {
+    fn msr(&mut self, names: &mut Names) -> Result<Option<TraceRecord>, String> {
         let fields: Vec<&str> = self.line.trim().split(',').map(str::trim).collect();
         if fields.len() < 6 {
             return Err(format!(
@@ -262,7 +269,9 @@ impl TextReader {
             }
             _ => None,
         };
-        let name = names.intern(&format!("disk:{host}_{disk}"));
+        self.key.clear();
+        let _ = write!(self.key, "disk:{host}_{disk}");
+        let name = names.intern(&self.key);
         let mut record = self.record(name, name, Action::Io(op));
         record.at = Some(at);
         record.offset = offset;
@@ -272,7 +281,7 @@ impl TextReader {
     }
 
     /// `ASU,LBA,Size,Opcode,Timestamp[,...]`: LBA in 512-byte blocks, timestamp in seconds.
-    fn spc(&self, names: &mut Names) -> Result<Option<TraceRecord>, String> {
+    fn spc(&mut self, names: &mut Names) -> Result<Option<TraceRecord>, String> {
         let fields: Vec<&str> = self.line.trim().split(',').map(str::trim).collect();
         if fields.len() < 5 {
             return Err(format!(
@@ -292,7 +301,9 @@ impl TextReader {
         let offset = lba
             .checked_mul(512)
             .ok_or_else(|| format!("LBA {lba}: beyond any device"))?;
-        let name = names.intern(&format!("asu:{asu}"));
+        self.key.clear();
+        let _ = write!(self.key, "asu:{asu}");
+        let name = names.intern(&self.key);
         let mut record = self.record(name, name, Action::Io(op));
         record.at = Some(at);
         record.offset = offset;
@@ -305,11 +316,15 @@ impl TextReader {
     /// (`Q`) are the requests; other events are skipped, and the per-CPU summary blkparse
     /// prints last ends the trace.
     fn blkparse(&mut self, names: &mut Names) -> Result<Option<TraceRecord>, String> {
-        let line = self.line.trim().to_string();
-        if line.starts_with("CPU") || line.starts_with("Total") {
+        let summary = {
+            let start = self.line.trim_start();
+            start.starts_with("CPU") || start.starts_with("Total")
+        };
+        if summary {
             self.ended = true;
             return Ok(None);
         }
+        let line = self.line.trim();
         let fields: Vec<&str> = line.split_whitespace().collect();
         if fields.len() < 6 {
             return Err(format!(
@@ -350,7 +365,9 @@ impl TextReader {
         } else {
             return Ok(None);
         };
-        let flow = names.intern(&format!("pid:{pid}"));
+        self.key.clear();
+        let _ = write!(self.key, "pid:{pid}");
+        let flow = names.intern(&self.key);
         let target = names.intern(device);
         let mut record = self.record(flow, target, Action::Io(op));
         record.at = Some(at);

@@ -9,6 +9,7 @@ use super::{Action, Format, Names, TraceOp, TraceRecord};
 use crate::output::file::OutputFile;
 use iosched_core::Nanos;
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -300,11 +301,9 @@ impl IologStream {
             line: String::new(),
             error: None,
         };
-        state.emit(format_args!("fio version 3 iolog\n"));
-        for index in 0..state.files.len() {
-            let name = state.files[index].0.clone();
-            state.emit(format_args!("0 {name} add\n"));
-        }
+        state.line.push_str("fio version 3 iolog\n");
+        state.write_line();
+        state.every_file(0, "add");
         Ok(IologStream(Arc::new(Mutex::new(state))))
     }
 
@@ -321,30 +320,31 @@ impl IologStream {
             return;
         }
         state.started = Some(now);
-        for index in 0..state.files.len() {
-            let name = state.files[index].0.clone();
-            state.emit(format_args!("0 {name} open\n"));
-        }
+        state.every_file(0, "open");
     }
 
     /// The job issued `op` of `len` bytes at `offset` (the engine's coordinates) of its file
     /// `file` at `now`.
     pub fn issue(&self, now: Nanos, file: usize, op: TraceOp, offset: u64, len: u64) {
-        let mut state = self.lock();
+        let mut guard = self.lock();
+        let state = &mut *guard;
         let micros = now.saturating_sub(state.started.unwrap_or(now)) / 1000;
         state.last = micros;
-        let Some((name, base)) = state.files.get(file).cloned() else {
+        let Some((name, base)) = state.files.get(file) else {
             return;
         };
         let (offset, len) = if op.is_data() {
-            (offset.saturating_sub(base), len)
+            (offset.saturating_sub(*base), len)
         } else {
             (0, 0)
         };
-        state.emit(format_args!(
-            "{micros} {name} {} {offset} {len}\n",
+        state.line.clear();
+        let _ = writeln!(
+            state.line,
+            "{micros} {name} {} {offset} {len}",
             op.iolog_name()
-        ));
+        );
+        state.write_line();
     }
 
     /// The job ended at `now`: its files are closed.
@@ -354,10 +354,7 @@ impl IologStream {
             return;
         };
         let micros = (now.saturating_sub(started) / 1000).max(state.last);
-        for index in 0..state.files.len() {
-            let name = state.files[index].0.clone();
-            state.emit(format_args!("{micros} {name} close\n"));
-        }
+        state.every_file(micros, "close");
     }
 
     /// Moves the log into place; an error names the file.
@@ -374,16 +371,24 @@ impl IologStream {
 }
 
 impl IologState {
-    fn emit(&mut self, line: std::fmt::Arguments<'_>) {
+    /// Writes `self.line`; the first error is kept for the commit to report.
+    fn write_line(&mut self) {
         if self.error.is_some() {
             return;
         }
-        self.line.clear();
-        let _ = std::fmt::Write::write_fmt(&mut self.line, line);
         if let Some(file) = &mut self.file {
             if let Err(error) = file.write_all(self.line.as_bytes()) {
                 self.error = Some(error.to_string());
             }
+        }
+    }
+
+    /// A file action line (`add`, `open`, `close`) at `micros` for each of the job's files.
+    fn every_file(&mut self, micros: u64, action: &str) {
+        for index in 0..self.files.len() {
+            self.line.clear();
+            let _ = writeln!(self.line, "{micros} {} {action}", self.files[index].0);
+            self.write_line();
         }
     }
 }
