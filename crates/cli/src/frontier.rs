@@ -74,6 +74,17 @@ pub struct FrontierArgs {
         default_value = "io.latency,io.cost"
     )]
     pub controllers: Vec<String>,
+    /// Linux's own cgroup controllers to run the mix under with fio at each of --targets, with
+    /// the same files as iosched's (--controllers): fio's jobs in cgroups the study makes on
+    /// the cgroup v2 hierarchy and removes. Each is skipped, with a note, where the kernel
+    /// lacks it or the io controller is not on cgroup v2.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        num_args = 0..,
+        default_value = "io.latency,io.cost"
+    )]
+    pub kernel_controllers: Vec<String>,
     /// Rounds: everything but the overhead pairs and the drift runs this many times, in turn,
     /// and every figure is the median of its rounds (each mix also shows its fraction of the
     /// curve in each round). One round takes about seven minutes.
@@ -119,6 +130,7 @@ pub fn frontier(args: FrontierArgs) -> Result<ExitCode> {
         targets: args.targets,
         forwarded_targets: args.forwarded_targets,
         controllers: args.controllers,
+        kernel_controllers: args.kernel_controllers,
         rounds: args.rounds,
         overhead_pairs: args.overhead_pairs,
         device_depth: args.device_depth,

@@ -481,7 +481,7 @@ fn real_engine_runs_on_a_file() {
 
 // Proves `iosched frontier` refuses bad arguments before it touches a device, and without root
 // (or with a device that is not there) fails with a message saying why, creating nothing. The
-// comparison itself needs root, fio and minutes, so no test runs it.
+// comparison itself needs root and fio: tests/frontier.rs runs a brief one.
 #[test]
 fn frontier_refuses_clearly() {
     for (args, expected) in [

@@ -19,7 +19,9 @@
 //!    whose latencies bracket its foreground's, to have the curve *beside* it; and iosched's
 //!    io.latency and io.cost (`--controllers`) at each target, the foreground in cgroup /fg
 //!    (io.weight 1000) and the background in /bg (100): io.latency's target on /fg, io.cost's
-//!    read latency target at the median with a cost model from the curve's deepest IOPS;
+//!    read latency target at the median with a cost model from the curve's deepest IOPS; and
+//!    the kernel's own io.latency and io.cost (`--kernel-controllers`) with the same files,
+//!    fio's jobs in cgroups of the v2 hierarchy (see [`kernel`]);
 //! 4. **overhead and drift**: fio and iosched noop at the deepest depth again, in pairs back to
 //!    back, and fio alone again: the engine's overhead ratio (iosched IOPS / fio IOPS, the
 //!    median over these pairs and the curves'), and how much the device moved during the run.
@@ -35,9 +37,11 @@
 //! in question.
 //!
 //! The pure parts (the curve, fio's JSON, the table) are tested here; the run itself needs
-//! root (losetup, the scheduler files in sysfs, the RT class) and minutes, so no test runs it.
+//! root (losetup, the scheduler files in sysfs, the RT class, cgroups) and minutes, so only a
+//! brief version of it runs in the test suite (`crates/cli/tests/frontier.rs`).
 
 mod device;
+pub mod kernel;
 mod runs;
 #[cfg(test)]
 mod tests;
@@ -96,6 +100,10 @@ pub struct Options {
     /// Linux's cgroup controllers to run at each of --targets as iosched runs them
     /// (`io.latency`, `io.cost`), with the foreground in /fg and the background in /bg.
     pub controllers: Vec<String>,
+    /// Linux's own cgroup controllers (`io.latency`, `io.cost`) to run the mix under with fio
+    /// at each of --targets, with the same files as iosched's (each is skipped, with a note,
+    /// where the kernel or the cgroup v2 hierarchy lacks it).
+    pub kernel_controllers: Vec<String>,
     /// Rounds: everything but the overhead pairs and the drift runs this many times, in turn,
     /// and every figure is the median of its rounds (each mix also shows its fraction of the
     /// curve in each round). One round takes about seven minutes.
@@ -328,14 +336,25 @@ pub mod jobs {
             + "\n[bg]\niodepth=32\nprioclass=3\nprio=0\nnumjobs=2\n"
     }
 
-    /// The mix with the foreground in cgroup /fg and the background in /bg, for the cgroup
-    /// controllers (iosched's own groups: only iosched runs it, so fio's `cgroup=` never
-    /// makes a kernel cgroup here).
-    pub fn mix_grouped(filename: &str, runtime: u64) -> String {
+    /// The mix with the foreground in cgroup `fg` and the background in `bg`, each line of
+    /// `extra` added to both.
+    fn mix_in(filename: &str, runtime: u64, fg: &str, bg: &str, extra: &str) -> String {
         global(filename, runtime)
             + FOREGROUND
-            + "cgroup=/fg\n"
-            + "\n[bg]\niodepth=32\nprioclass=3\nprio=0\nnumjobs=2\ncgroup=/bg\n"
+            + &format!("cgroup={fg}\n{extra}")
+            + &format!("\n[bg]\niodepth=32\nprioclass=3\nprio=0\nnumjobs=2\ncgroup={bg}\n{extra}")
+    }
+
+    /// The mix with the foreground in cgroup /fg and the background in /bg, for iosched's
+    /// cgroup controllers (its own groups: only iosched runs it).
+    pub fn mix_grouped(filename: &str, runtime: u64) -> String {
+        mix_in(filename, runtime, "/fg", "/bg", "")
+    }
+
+    /// The mix for fio in the kernel's cgroups `fg` and `bg` (names under the v2 root), which
+    /// the study made and removes itself.
+    pub fn mix_kernel(filename: &str, runtime: u64, fg: &str, bg: &str) -> String {
+        mix_in(filename, runtime, fg, bg, "cgroup_nodelete=1\n")
     }
 }
 

@@ -107,6 +107,11 @@ pub fn run(args: &Options, progress: &dyn Progress) -> Result<Frontier> {
     for controller in &args.controllers {
         controller_groups(controller, 1, 1.0)?;
     }
+    for controller in &args.kernel_controllers {
+        if !super::kernel::KERNEL_CONTROLLERS.contains(&controller.as_str()) {
+            bail!("--kernel-controllers: {controller:?} is io.latency or io.cost");
+        }
+    }
     if args
         .targets
         .iter()
@@ -147,6 +152,8 @@ pub(super) struct Round<'a> {
     pub(super) device: String,
     pub(super) device_depth: u32,
     pub(super) kernel: Vec<String>,
+    /// The kernel's cgroup controllers that can run here, and their groups.
+    pub(super) kernel_groups: Option<super::kernel::KernelGroups>,
 }
 
 pub(super) fn fio_measure(jobs: &[FioJob], name: &str) -> Result<Measure> {
@@ -170,7 +177,14 @@ impl Round<'_> {
             + self.kernel.len()
             + args.policies.len()
             + args.targets.len() * (1 + beside)
+            + args.targets.len() * (args.controllers.len() + self.kernel_controllers().len())
             + args.forwarded_targets.len()
+    }
+
+    fn kernel_controllers(&self) -> &[String] {
+        self.kernel_groups
+            .as_ref()
+            .map_or(&[], |groups| &groups.available)
     }
 
     /// Alone, the curve and every mix, once.
@@ -300,6 +314,8 @@ impl Round<'_> {
             .iter()
             .map(|p| p.iops)
             .fold(0.0, f64::max);
+        // The kernel's own, with the same files, fio's jobs in the kernel's cgroups.
+        let mut kernel_runs = Vec::new();
         for &factor in &args.targets {
             let target = (factor * alone_us).round().max(1.0) as u64;
             for controller in &args.controllers {
@@ -310,6 +326,29 @@ impl Round<'_> {
                     ..MixRow::default()
                 };
                 runs.push((row, policy, Vec::new(), groups));
+            }
+            for controller in self.kernel_controllers() {
+                let (_, groups) = controller_groups(controller, target, curve_iops)?;
+                let row = MixRow {
+                    label: format!("fio {controller} {factor}x"),
+                    targets_us: vec![target],
+                    ..MixRow::default()
+                };
+                kernel_runs.push((row, groups));
+            }
+        }
+        if let Some(kernel) = &self.kernel_groups {
+            let text = jobs::mix_kernel(device, runtime, &kernel.fg, &kernel.bg);
+            for (mut row, groups) in kernel_runs {
+                progress.start(&format!("{} mix (the kernel's)", row.label));
+                kernel.apply(&groups)?;
+                let jobs = run_fio(&args.fio, &args.stop, &text, self.scratch);
+                kernel.reset(&groups);
+                let jobs = jobs?;
+                row.fg = fio_measure(&jobs, "fg")?;
+                row.bg = fio_measure(&jobs, "bg")?;
+                progress.finish(row_done(&row));
+                frontier.mixes.push(row);
             }
         }
         let grouped_mix = jobs::mix_grouped(device, runtime);
@@ -381,6 +420,8 @@ pub(super) fn measure(
         bail!("{device} does not offer the scheduler none, which the curve and iosched need");
     }
     setup.select("none")?;
+    let kernel_groups =
+        super::kernel::KernelGroups::open(&args.kernel_controllers, &setup.device, &mut notes)?;
     let device_depth = match args.device_depth {
         Some(depth) => depth,
         None => setup.queue_depth()?,
@@ -393,6 +434,7 @@ pub(super) fn measure(
         device: device.clone(),
         device_depth,
         kernel,
+        kernel_groups,
     };
     let rounds = args.rounds.max(1) as usize;
     progress.begin(

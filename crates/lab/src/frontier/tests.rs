@@ -317,3 +317,53 @@ fn controllers_write_files_the_groups_accept() {
     assert!(model.value.contains("rrandiops=41000"), "{}", model.value);
     assert!(controller_groups("io.max", 1, 1.0).is_err());
 }
+
+// The kernel's controllers are skipped with a note naming the cause and the way out: no v2
+// mount, the io controller bound to v1's blkio (umount it), a kernel without the controller's
+// files (its config option); and they run where all is there.
+#[test]
+fn kernel_controllers_say_why_they_cannot_run() {
+    use super::kernel::unavailable;
+    use std::path::Path;
+    let v2 = Path::new("/sys/fs/cgroup/unified");
+    let blkio = Path::new("/sys/fs/cgroup/blkio");
+    let none = unavailable("io.cost", None, Some(blkio), true).unwrap();
+    assert!(none.contains("no cgroup v2 hierarchy"), "{none}");
+    let v1 = unavailable("io.cost", Some((v2, "hugetlb")), Some(blkio), true).unwrap();
+    assert!(v1.starts_with("kernel io.cost skipped"), "{v1}");
+    assert!(v1.contains("`umount /sys/fs/cgroup/blkio`"), "{v1}");
+    let missing = unavailable("io.cost", Some((v2, "memory")), None, true).unwrap();
+    assert!(
+        missing.contains("does not list the io controller"),
+        "{missing}"
+    );
+    let latency = unavailable("io.latency", Some((v2, "io hugetlb")), None, false).unwrap();
+    assert!(latency.contains("CONFIG_BLK_CGROUP_IOLATENCY"), "{latency}");
+    let cost = unavailable("io.cost", Some((v2, "io")), None, false).unwrap();
+    assert!(cost.contains("CONFIG_BLK_CGROUP_IOCOST"), "{cost}");
+    assert_eq!(
+        unavailable("io.cost", Some((v2, "cpu io")), None, true),
+        None
+    );
+}
+
+// fio's mix for the kernel's controllers puts each side in the study's own cgroup (names
+// under the v2 root) and keeps fio from removing them, and our parser reads it as fio does.
+#[test]
+fn the_kernel_mix_joins_the_studys_cgroups() {
+    let text = jobs::mix_kernel(
+        "/dev/loop9",
+        5,
+        "iosched-frontier-7-fg",
+        "iosched-frontier-7-bg",
+    );
+    let file = iosched_fio::parse::parse_str(&text, "k.fio", std::path::Path::new("."), &|_| None)
+        .unwrap();
+    assert_eq!(file.jobs.len(), 3);
+    assert_eq!(file.jobs[0].name, "fg");
+    assert_eq!(file.jobs[0].cgroup, "/iosched-frontier-7-fg");
+    assert!(file.jobs[1..]
+        .iter()
+        .all(|j| j.cgroup == "/iosched-frontier-7-bg"));
+    assert_eq!(text.matches("cgroup_nodelete=1").count(), 2, "{text}");
+}
