@@ -121,7 +121,9 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
             None => format!(", {} requests per job", args.requests_per_job),
         }
     );
-    let mut header = format!("{:<14}", "policy");
+    // The policy column fits the longest name (grouped-anticipatory, iolatency+deadline).
+    let width = policies.iter().map(|p| p.len()).max().unwrap_or(0).max(14);
+    let mut header = format!("{:<width$}", "policy");
     for jobs in &args.jobs {
         header.push_str(&format!("{:>10}", format!("{jobs} jobs")));
     }
@@ -130,7 +132,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     }
     println!("{header}");
     for policy in &policies {
-        let mut line = format!("{policy:<14}");
+        let mut line = format!("{policy:<width$}");
         let mut rates = Vec::with_capacity(args.jobs.len());
         for &jobs in &args.jobs {
             let rate = measure(&args, policy, jobs, false)?;
