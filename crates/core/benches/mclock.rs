@@ -14,6 +14,9 @@
 //!
 //! The reference is dmclock's `PullPriorityQueue`, measured on this machine at 163, 369, 635
 //! and 1461 ns per add+pull with 10, 100, 1000 and 10 000 clients; the target is a third.
+//! Those figures are from another day; `scripts/dmclock-bench/run.sh DMCLOCK_CHECKOUT` measures
+//! dmclock on this bench's mClock workloads now, so that the two can be compared as a ratio
+//! measured in one session (pin both to one core: `taskset -c 1`).
 //!
 //! `cargo bench -p iosched-core --bench mclock` prints the summary table (a plain timing loop,
 //! best of several runs), then runs the same workloads under Criterion.

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Measures Ceph's dmclock queue on this machine, now, on the workloads of iosched's fq and mclock
+# benches, so that `cargo bench -p iosched-core --bench fq` (and `--bench mclock`) can be judged
+# against it as a ratio measured in one session.
+#
+#   scripts/dmclock-bench/run.sh DMCLOCK_CHECKOUT [REQUESTS [RUNS]]
+#
+# DMCLOCK_CHECKOUT is a checkout of https://github.com/ceph/dmclock (its src/ and support/src/
+# are compiled in; nothing of it is kept here). Needs g++ and boost's headers
+# (apt-get install g++ libboost-dev).
+set -eu
+if [ $# -lt 1 ] || [ ! -f "$1/src/dmclock_server.h" ]; then
+    echo "usage: $0 DMCLOCK_CHECKOUT [REQUESTS [RUNS]] (a checkout of github.com/ceph/dmclock)" >&2
+    exit 2
+fi
+src="$1"
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+g++ -O2 -DNDEBUG -std=c++17 -pthread \
+    -I"$src/src" -I"$src/support/src" \
+    "$here/bench.cc" "$src/src/dmclock_util.cc" "$src/support/src/run_every.cc" \
+    -o "$out/dmclock-bench"
+"$out/dmclock-bench" "${2:-2000000}" "${3:-5}"
