@@ -96,7 +96,7 @@ impl Index {
 ///
 /// The queue is kept in arrival order, each request with its position (a requeued request
 /// takes one before everything), and every queued request is also indexed by its first byte
-/// and by its end ([`Index`]), so that a merge partner is found by looking up the new
+/// and by its end (`Index`), so that a merge partner is found by looking up the new
 /// request's ends rather than by a pass over the queue: with 4096 jobs and
 /// `nr_requests=8192`, the pass made the simulation 2.5x slower.
 #[derive(Debug)]
