@@ -221,6 +221,12 @@ impl Elevator {
         }
     }
 
+    /// Whether requests the stage released wait for a scheduler request: then every new
+    /// request but a flush waits behind them ([`Elevator::submit`]).
+    pub fn stage_backlog(&self) -> bool {
+        self.stage.is_some() && !self.released.is_empty()
+    }
+
     /// Whether a new request of `group` in `direction` would be admitted now: room in the
     /// queue (or the direction's list), and in the group's own share when
     /// `nr_group_requests` is set.
@@ -595,6 +601,8 @@ pub struct Waiters {
     next: u64,
     /// Waiters in all.
     len: usize,
+    /// Flushes among them: the only waiters a stage's backlog does not hold back.
+    flushes: usize,
     /// A pass's flows and groups turned away, kept between passes for their memory.
     stuck_flows: FxHashSet<FlowId>,
     stuck_groups: FxHashSet<crate::group::GroupId>,
@@ -632,6 +640,7 @@ impl Waiters {
         let arrival = self.next;
         self.next += 1;
         self.len += 1;
+        self.flushes += usize::from(request.op == Op::Flush);
         let queue = self.lanes.entry(lane).or_default();
         if queue.is_empty() {
             self.heads[usize::from(lane.1)].insert((arrival, lane.0));
@@ -752,9 +761,11 @@ impl Waiters {
             let (_, mut request) = queue.pop_front().expect("a head's lane has waiters");
             request.arrival = now;
             let (id, direction) = (request.id, request.direction());
+            let flush = request.op == Op::Flush;
             match elevator.submit(request, now) {
                 Ok(how) => {
                     self.len -= 1;
+                    self.flushes -= usize::from(flush);
                     self.heads[d].remove(&key);
                     match queue.front() {
                         Some(&(arrival, _)) => {
@@ -780,6 +791,13 @@ impl Waiters {
                         stuck_groups.insert(request.group);
                     }
                     queue.push_front((key.0, request));
+                    if self.flushes == 0 && elevator.stage_backlog() {
+                        // Every other waiter would be turned away the same way, and nothing
+                        // in this pass can empty the backlog: the pass ends here, counted
+                        // once, as a pass that finds the queue full is (with 1024 readers
+                        // behind ioband's backlog, going on made each pass visit every lane).
+                        break;
+                    }
                 }
             }
         }
