@@ -67,6 +67,11 @@ pub(super) fn run_iosched(
     Ok(outcome.report)
 }
 
+/// Runs the jobs in `text` with iosched noop (no settings, no groups) at `device_depth`.
+pub(super) fn run_noop(stop: &AtomicBool, text: &str, device_depth: u32) -> Result<RunReport> {
+    run_iosched(stop, text, "noop", &[], &[], device_depth)
+}
+
 /// The study's steps, told to a [`Progress`]: `round 2/3: fio QD4`.
 pub(super) struct Steps<'a> {
     pub(super) progress: &'a dyn Progress,
@@ -202,14 +207,7 @@ impl Round<'_> {
         progress.finish(show(&frontier.alone_fio));
 
         progress.start("iosched noop alone (fg only)");
-        let report = run_iosched(
-            &args.stop,
-            &jobs::alone(device, runtime),
-            "noop",
-            &[],
-            &[],
-            self.device_depth,
-        )?;
+        let report = run_noop(&args.stop, &jobs::alone(device, runtime), self.device_depth)?;
         let alone = iosched_measure(&report, "fg")?;
         progress.finish(show(&alone));
         frontier.alone_iosched = Some(alone);
@@ -228,14 +226,7 @@ impl Round<'_> {
                 mean_ns: m.mean_ns,
             });
             progress.start(&format!("iosched noop QD{depth}"));
-            let report = run_iosched(
-                &args.stop,
-                &text,
-                "noop",
-                &[],
-                &[],
-                self.device_depth.max(depth),
-            )?;
+            let report = run_noop(&args.stop, &text, self.device_depth.max(depth))?;
             let m = iosched_measure(&report, "curve")?;
             progress.finish(show(&m));
             frontier.curve_iosched.points.push(CurvePoint {
@@ -271,6 +262,8 @@ impl Round<'_> {
         self.setup.select("none")?;
 
         let alone_us = frontier.alone_fio.mean_ns / 1000.0;
+        // A target, as a multiple of the alone latency, in whole microseconds.
+        let target_us = |factor: f64| (factor * alone_us).round().max(1.0) as u64;
         // The row to fill, the policy, its settings, its cgroup files (which also move the
         // mix's jobs into /fg and /bg).
         type PolicyRun = (MixRow, String, Vec<(String, String)>, Vec<GroupSetting>);
@@ -291,7 +284,7 @@ impl Round<'_> {
             .map(|&f| (f, false))
             .chain(args.forwarded_targets.iter().map(|&f| (f, true)));
         for (factor, forwarded) in latency_runs {
-            let target = (factor * alone_us).round().max(1.0) as u64;
+            let target = target_us(factor);
             let mut settings = vec![("latency.target_latency_us".into(), target.to_string())];
             let mut label = format!("iosched latency {factor}x");
             if forwarded {
@@ -317,7 +310,7 @@ impl Round<'_> {
         // The kernel's own, with the same files, fio's jobs in the kernel's cgroups.
         let mut kernel_runs = Vec::new();
         for &factor in &args.targets {
-            let target = (factor * alone_us).round().max(1.0) as u64;
+            let target = target_us(factor);
             for controller in &args.controllers {
                 let (policy, groups) = controller_groups(controller, target, curve_iops)?;
                 let row = MixRow {
@@ -485,14 +478,7 @@ pub(super) fn measure(
             "iosched noop QD{} again (overhead)",
             deepest.depth
         ));
-        let report = run_iosched(
-            &args.stop,
-            &text,
-            "noop",
-            &[],
-            &[],
-            device_depth.max(deepest.depth),
-        )?;
+        let report = run_noop(&args.stop, &text, device_depth.max(deepest.depth))?;
         let iosched = iosched_measure(&report, "curve")?;
         progress.finish(show(&iosched));
         frontier.overhead_pairs.push((fio.iops, iosched.iops));
