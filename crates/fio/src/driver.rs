@@ -437,7 +437,9 @@ impl JobState {
             self.flow_issued += 1;
         }
         if self.uses.thinktime
-            && self.ios_issued % u64::from(self.spec.thinktime_blocks.max(1)) == 0
+            && self
+                .ios_issued
+                .is_multiple_of(u64::from(self.spec.thinktime_blocks.max(1)))
         {
             self.quiesce(self.spec.thinktime);
         }

@@ -246,7 +246,7 @@ impl Generator {
         if file.position[dir as usize] >= file.zone_start + zones.range {
             file.position[dir as usize] = file.zone_start;
         }
-        if self.zone_bytes % zones.range == 0 {
+        if self.zone_bytes.is_multiple_of(zones.range) {
             file.position = [file.zone_start; 3];
             file.map = None;
         }

@@ -356,7 +356,7 @@ impl ZbdRegistry {
                             BlockSize::Split(parts) => parts.iter().map(|p| p.0).collect(),
                             other => vec![other.min(), other.max()],
                         })
-                        .find(|&bs| bs == 0 || zones.zone_size % bs != 0)
+                        .find(|&bs| bs == 0 || !zones.zone_size.is_multiple_of(bs))
                     {
                         return Err(format!(
                             "{}: block size {bs} is not a divisor of the zone size {}",

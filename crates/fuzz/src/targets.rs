@@ -516,7 +516,7 @@ pub fn policy_ops(data: &[u8]) {
                 let prio = IoPrio::new(class, input.u8() % 8).unwrap_or(IoPrio::NONE);
                 let flow = FlowId(u32::from(input.u8() % 6));
                 let group = group_ids[input.below(group_ids.len())];
-                let sync = op == Op::Read || input.u8() % 2 == 0;
+                let sync = op == Op::Read || input.u8().is_multiple_of(2);
                 let id = RequestId(next_id);
                 next_id += 1;
                 let request = Request::new(id, op, offset, len, sync, prio, flow, group, model.now);
@@ -530,7 +530,7 @@ pub fn policy_ops(data: &[u8]) {
                 model.complete(index);
             }
             6 => {
-                if input.u8() % 8 == 0 {
+                if input.u8().is_multiple_of(8) {
                     let index = input.below(model.device.len().max(1));
                     model.requeue(index);
                 }

@@ -86,7 +86,9 @@ impl Handle {
     /// The descriptor for a request at `offset` of `len` bytes.
     fn file_for(&self, offset: u64, len: u64) -> &SchedFile {
         match &self.direct {
-            Some((file, align)) if offset % align == 0 && len % align == 0 => file,
+            Some((file, align)) if offset.is_multiple_of(*align) && len.is_multiple_of(*align) => {
+                file
+            }
             _ => &self.buffered,
         }
     }

@@ -985,7 +985,7 @@ impl Simulation {
             }
             self.now = time;
             self.events_handled += 1;
-            if self.events_handled % PROGRESS_EVERY == 0 {
+            if self.events_handled.is_multiple_of(PROGRESS_EVERY) {
                 if let Some(progress) = &self.progress {
                     progress.store(time, Ordering::Relaxed);
                 }

@@ -294,7 +294,7 @@ pub(crate) fn prepare(
                     ),
                 ));
             }
-            if job.direct && offset % 512 != 0 {
+            if job.direct && !offset.is_multiple_of(512) {
                 return Err(UringError::job(
                     job,
                     format!(

@@ -474,7 +474,7 @@ impl Client {
             if io.len == 0 {
                 return Err(SubmitError::Empty);
             }
-            if direct && (io.offset % 512 != 0 || io.len % 512 != 0) {
+            if direct && (!io.offset.is_multiple_of(512) || !io.len.is_multiple_of(512)) {
                 return Err(SubmitError::Unaligned {
                     offset: io.offset,
                     len: io.len,

@@ -459,7 +459,7 @@ impl Resolver<'_> {
         let interval =
             micros_to_nanos(self.time("steadystate_check_interval").unwrap_or(1_000_000));
         let duration = micros_to_nanos(duration);
-        if interval == 0 || duration % interval != 0 || duration < interval {
+        if interval == 0 || !duration.is_multiple_of(interval) || duration < interval {
             return Err(self.error(
                 "steadystate_duration",
                 "steadystate_duration must be a multiple of steadystate_check_interval (1 s by \

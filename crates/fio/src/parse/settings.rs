@@ -942,7 +942,7 @@ fn human_micros(micros: Micros) -> String {
         ("s", 1_000_000),
         ("ms", 1_000),
     ] {
-        if micros >= per && micros % per == 0 {
+        if micros >= per && micros.is_multiple_of(per) {
             return format!("{}{unit}", micros / per);
         }
     }

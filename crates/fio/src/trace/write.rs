@@ -114,7 +114,7 @@ impl<W: Write> TraceWriter<W> {
                     self.drop_record("SPC holds only reads and writes");
                     return Ok(());
                 };
-                if record.offset % 512 != 0 {
+                if !record.offset.is_multiple_of(512) {
                     self.drop_record("SPC addresses 512-byte blocks");
                     return Ok(());
                 }
@@ -139,7 +139,7 @@ impl<W: Write> TraceWriter<W> {
                     self.drop_record("block traces have no datasync (a flush is a sync)");
                     return Ok(());
                 }
-                if record.offset % 512 != 0 || record.len % 512 != 0 {
+                if !record.offset.is_multiple_of(512) || !record.len.is_multiple_of(512) {
                     self.drop_record("block traces address 512-byte sectors");
                     return Ok(());
                 }
