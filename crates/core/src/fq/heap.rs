@@ -11,7 +11,7 @@
 
 /// Low bits of a key that hold the slot.
 pub(crate) const SLOT_BITS: u32 = 24;
-const SLOT_MASK: u128 = (1 << SLOT_BITS) - 1;
+pub(crate) const SLOT_MASK: u128 = (1 << SLOT_BITS) - 1;
 
 /// The key of `slot` at virtual time `tag` (`tag` below 2^104).
 #[inline(always)]
@@ -41,6 +41,18 @@ impl Heap {
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
+    }
+
+    /// Number of keys.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Takes every key out, in no particular order (the positions of their slots are left to
+    /// the caller).
+    pub fn drain(&mut self) -> std::vec::Drain<'_, u128> {
+        self.items.drain(..)
     }
 
     /// The smallest key.

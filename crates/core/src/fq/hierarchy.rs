@@ -2,6 +2,7 @@
 //! weights and classes, and changing them.
 
 use super::*;
+use strength_reduce::StrengthReducedU64;
 
 impl FairQueue {
     pub(super) fn leaf_slot(&self, leaf: LeafId) -> Result<u32, FqError> {
@@ -78,6 +79,7 @@ impl FairQueue {
                     span: 0,
                     budget: 0,
                     weight: 0,
+                    per_weight: StrengthReducedU64::new(1),
                     parent: NONE,
                     group: NONE,
                     generation: 0,
@@ -96,15 +98,12 @@ impl FairQueue {
                     let data = &mut self.groups[index as usize];
                     data.idle_checked = 0;
                     for tree in &mut data.trees {
-                        debug_assert!(!tree.has_active() && tree.idle.is_empty());
-                        tree.vtime = 0;
-                        tree.rem = 0;
-                        tree.wsum = 0;
+                        tree.reset();
                     }
                     index
                 }
                 None => {
-                    self.groups.push(GroupData::default());
+                    self.groups.push(GroupData::new(self.list_max));
                     (self.groups.len() - 1) as u32
                 }
             }
@@ -120,6 +119,7 @@ impl FairQueue {
             span: 0,
             budget: 0,
             weight,
+            per_weight: StrengthReducedU64::new(weight as u64),
             parent,
             group,
             generation: entity.generation,
@@ -242,7 +242,7 @@ impl FairQueue {
                 tree.sub_weight(old);
                 tree.add_weight(weight);
             }
-            Place::Eligible | Place::Pending => {
+            Place::Eligible | Place::Pending | Place::Listed => {
                 tree.sub_weight(old);
                 tree.add_weight(weight);
                 entity.finish = sat(entity.start + entity.span);
@@ -272,9 +272,9 @@ impl FairQueue {
                 tree.sub_weight(weight);
                 self.ents[slot as usize].place = Place::Inactive;
             }
-            Place::Eligible | Place::Pending => {
+            Place::Eligible | Place::Pending | Place::Listed => {
                 let tree = &mut self.groups[group].trees[old as usize];
-                tree.remove(slot, &self.ents, &mut self.pos);
+                tree.remove(slot, &mut self.ents, &mut self.pos);
                 tree.sub_weight(weight);
                 self.ents[slot as usize].place = Place::Inactive;
                 self.ents[slot as usize].class = class;

@@ -68,6 +68,23 @@
 //! tree gives the same bounds with pointer chasing, rotations and `min_start` fix-ups on every
 //! update. `benches/fq.rs` measures the cost per request from 10 to 10 000 leaves.
 //!
+//! A tree with few active entities (at most 16) keeps no heaps: its active entities sit in an
+//! unordered list of `(S, F)` keys, and a selection scans it for the eligible one with the
+//! smallest `F` (with conditional moves: which entities are eligible changes at every charge, so
+//! branches there would be mispredicted). A charge then rewrites one entry instead of moving the
+//! entity between two heaps. The entity that would make the list longer builds the heaps from
+//! it; a tree down to half that goes back to the list, so a tree at the threshold does not
+//! rebuild at every step. The scan's answer is kept until the list or `V` changes, as a
+//! group's tree is asked twice in a row (for the group's budget during a charge, then by the
+//! next selection). List and heaps make the same selections: the model-based tests run every
+//! threshold, 0 (heaps only) included.
+//!
+//! The two divisions of a charge (`s / weight` for the entity, `s / wsum` for the tree's `V`)
+//! are multiplications by a reciprocal (`strength_reduce`): the entity's is made when its weight
+//! is set, the tree's when two charges in a row divide by the same `wsum` (making one costs
+//! three divisions, which a tree whose `wsum` changes at every charge would not get back). The
+//! quotients are exact, as a property test checks against 128-bit division.
+//!
 //! # Classes
 //!
 //! A group has one service tree per class, each with its own `V`. RT is served strictly before
@@ -197,6 +214,7 @@ use crate::ioprio::IoPrioClass;
 use crate::time::{Nanos, MILLISECOND};
 use heap::{key, slot_of, tag_of, Heap};
 use std::fmt;
+use strength_reduce::StrengthReducedU64;
 use tree::{delta, sat, Entity, GroupData, Kind, Place, Tree};
 
 /// Fractional bits of virtual times (BFQ's `WFQ_SERVICE_SHIFT`).
@@ -215,8 +233,9 @@ pub const DEFAULT_WEIGHT: u32 = 100;
 pub const DEFAULT_IDLE_CLASS_TIMEOUT: Nanos = 200 * MILLISECOND;
 
 /// Largest capacity a [`FairQueue`] accepts. It keeps every tree's weight sum below 2^38, so
-/// that the fixed-point divisions stay within 64 bits.
-pub const MAX_CAPACITY: usize = 1 << 24;
+/// that the fixed-point divisions stay within 64 bits, and every slot below 2^24 - 1, so that
+/// no heap key is `u128::MAX`.
+pub const MAX_CAPACITY: usize = (1 << 24) - 1;
 
 /// Largest virtual time: tags saturate here (2^82 units of service per unit of weight, more
 /// than a hundred million years of nanoseconds), so that they fit beside a slot in a heap key.
@@ -229,6 +248,10 @@ const ROOT_SLOT: u32 = 0;
 const CLASSES: usize = 3;
 
 const IDLE_CLASS: usize = 2;
+
+/// Most active entities a service tree keeps in a list before it builds its heaps (see
+/// `Tree`): below this a scan of the list is cheaper than keeping the heaps in order.
+const LIST_MAX: u32 = 16;
 
 /// Settings of a [`FairQueue`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -287,6 +310,8 @@ pub struct FairQueue {
     config: FqConfig,
     leaves: usize,
     group_count: usize,
+    /// Longest list of active entities a service tree keeps before it builds its heaps.
+    list_max: u32,
 }
 
 impl Default for FairQueue {
@@ -319,6 +344,12 @@ impl FairQueue {
 
     /// An empty tree with `config`; the capacity is clamped to 2..=[`MAX_CAPACITY`].
     pub fn with_config(config: FqConfig) -> Self {
+        Self::with_list_max(config, LIST_MAX)
+    }
+
+    /// As [`FairQueue::with_config`], with service trees that keep lists of up to `list_max`
+    /// active entities (0: always heaps). The tests run every threshold.
+    pub(super) fn with_list_max(config: FqConfig, list_max: u32) -> Self {
         let config = FqConfig {
             capacity: config.capacity.clamp(2, MAX_CAPACITY),
             ..config
@@ -330,6 +361,7 @@ impl FairQueue {
                 span: 0,
                 budget: 0,
                 weight: DEFAULT_WEIGHT,
+                per_weight: StrengthReducedU64::new(DEFAULT_WEIGHT as u64),
                 parent: NONE,
                 group: 0,
                 generation: 0,
@@ -338,12 +370,13 @@ impl FairQueue {
                 place: Place::Inactive,
             }],
             pos: vec![0],
-            groups: vec![GroupData::default()],
+            groups: vec![GroupData::new(list_max)],
             free_slots: Vec::new(),
             free_groups: Vec::new(),
             config,
             leaves: 0,
             group_count: 0,
+            list_max,
         }
     }
 
@@ -381,7 +414,7 @@ impl FairQueue {
             budget: entity.budget,
             state: match entity.place {
                 Place::Inactive => State::Inactive,
-                Place::Eligible | Place::Pending => State::Active,
+                Place::Eligible | Place::Pending | Place::Listed => State::Active,
                 Place::Idle => State::Idle,
             },
         })
@@ -452,14 +485,7 @@ impl FairQueue {
                     class = IDLE_CLASS;
                 }
             }
-            let tree = &mut data.trees[class];
-            if tree.eligible.is_empty() {
-                // Nothing eligible: V jumps to the smallest start.
-                tree.vtime = tag_of(tree.pending.peek().expect("an active tree"));
-                tree.rem = 0;
-                tree.settle(ents, pos);
-            }
-            let slot = slot_of(tree.eligible.peek().expect("an eligible entity"));
+            let slot = data.trees[class].select(ents, pos);
             let entity = &ents[slot as usize];
             if entity.kind == Kind::Leaf {
                 return Some(LeafId {
@@ -482,7 +508,8 @@ impl FairQueue {
         loop {
             let entity = &ents[slot as usize];
             let parent = entity.parent;
-            let weight = entity.weight as u64;
+            let weight = entity.weight;
+            let per_weight = entity.per_weight;
             let own = entity.group;
             let next_budget = match (entity.place.active(), own) {
                 (true, own) if own != NONE => self.groups[own as usize].next_budget(ents),
@@ -491,9 +518,9 @@ impl FairQueue {
             let tree = &mut self.groups[ents[parent as usize].group as usize].trees
                 [ents[slot as usize].class as usize];
             let entity = &mut ents[slot as usize];
-            let d = delta(service, weight);
+            let d = delta(service, per_weight);
             match entity.place {
-                Place::Eligible | Place::Pending => {
+                Place::Eligible | Place::Pending | Place::Listed => {
                     entity.start = sat(entity.start + d);
                     if let Some(budget) = next_budget {
                         entity.set_budget(budget);
@@ -515,7 +542,7 @@ impl FairQueue {
                 Place::Inactive => {
                     entity.finish = sat(tree.vtime + d);
                     entity.place = Place::Idle;
-                    tree.add_weight(weight as u32);
+                    tree.add_weight(weight);
                     tree.idle.push(key(entity.finish, slot), pos);
                 }
             }

@@ -49,7 +49,7 @@ pub struct Model {
     pub timeout: Nanos,
 }
 
-fn delta(service: u64, weight: u32) -> u128 {
+pub fn delta(service: u64, weight: u32) -> u128 {
     ((service as u128) << SERVICE_SHIFT) / weight as u128
 }
 

@@ -1,4 +1,4 @@
-use super::model::{MState, Model};
+use super::model::{delta, MState, Model};
 use super::*;
 use proptest::prelude::*;
 
@@ -120,8 +120,9 @@ struct Pair {
 }
 
 impl Pair {
-    fn new() -> Self {
-        let fq = FairQueue::new();
+    /// Service trees keep lists of up to `list_max` active entities before building heaps.
+    fn new(list_max: u32) -> Self {
+        let fq = FairQueue::with_list_max(FqConfig::default(), list_max);
         let model = Model::new(fq.config().idle_class_timeout);
         Pair {
             fq,
@@ -330,12 +331,20 @@ impl FairQueue {
             let at = self.pos[slot];
             match entity.place {
                 Place::Eligible => {
+                    assert!(tree.heaps);
                     assert_eq!(tree.eligible.get(at), heap::key(entity.finish, slot as u32));
                     assert!(entity.start <= tree.vtime);
                 }
                 Place::Pending => {
+                    assert!(tree.heaps);
                     assert_eq!(tree.pending.get(at), heap::key(entity.start, slot as u32));
                     assert!(entity.start > tree.vtime);
+                }
+                Place::Listed => {
+                    assert!(!tree.heaps);
+                    let entry = tree.list[at as usize];
+                    assert_eq!(entry.start, heap::key(entity.start, slot as u32));
+                    assert_eq!(entry.finish, heap::key(entity.finish, slot as u32));
                 }
                 Place::Idle => {
                     assert_eq!(tree.idle.get(at), heap::key(entity.finish, slot as u32));
@@ -346,6 +355,16 @@ impl FairQueue {
         }
         for data in &self.groups {
             for tree in &data.trees {
+                assert!(tree.list.len() <= tree.list_max as usize);
+                if tree.heaps {
+                    assert!(tree.list.is_empty());
+                } else {
+                    assert!(tree.eligible.is_empty() && tree.pending.is_empty());
+                }
+                for entry in &tree.list {
+                    let place = self.ents[heap::slot_of(entry.start) as usize].place;
+                    assert_eq!(place, Place::Listed);
+                }
                 let heaps = [&tree.eligible, &tree.pending, &tree.idle];
                 for heap in heaps {
                     for &k in heap.keys() {
@@ -360,12 +379,16 @@ impl FairQueue {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    // Proves the heap-based scheduler makes exactly the selections (and keeps exactly the tags,
-    // virtual times and weight sums) of a linear-scan reference of the same B-WF2Q+ rules,
-    // across random trees and random interleavings of every operation.
+    // Proves the scheduler, with its trees in lists, in heaps or in both in turn (every
+    // `list_max`), makes exactly the selections (and keeps exactly the tags, virtual times and
+    // weight sums) of a linear-scan reference of the same B-WF2Q+ rules, across random trees
+    // and random interleavings of every operation.
     #[test]
-    fn model_agrees_on_random_operations(ops in prop::collection::vec(op_strategy(), 1..400)) {
-        let mut pair = Pair::new();
+    fn model_agrees_on_random_operations(
+        ops in prop::collection::vec(op_strategy(), 1..400),
+        list_max in prop_oneof![Just(0u32), Just(1), Just(2), Just(3), Just(4), Just(16)],
+    ) {
+        let mut pair = Pair::new(list_max);
         for op in &ops {
             pair.apply(op);
         }
@@ -376,9 +399,9 @@ proptest! {
 // of groups), where heaps get deep and entities cycle through every state many times.
 #[test]
 fn model_agrees_on_long_seeded_runs() {
-    for seed in 1..=6u64 {
+    for (seed, list_max) in (1..=6u64).zip([0, 4, 16, 0, 8, 16]) {
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let mut pair = Pair::new();
+        let mut pair = Pair::new(list_max);
         for _ in 0..12 {
             let parent = rng.below(4) as usize;
             let op = Op::AddGroup {
@@ -920,4 +943,33 @@ fn absurd_service_saturates_without_panicking() {
     assert_eq!(fq.select_next(0), Some(a));
     fq.deactivate(a).unwrap();
     assert_eq!(fq.select_next(0), Some(b));
+}
+
+proptest! {
+    // Proves that the reciprocals make the same quotients as a 128-bit division: for any service
+    // and any weight a charge can divide by (a weight, or a weight sum up to 2^38), powers of
+    // two and 1 included.
+    #[test]
+    fn reciprocal_division_is_exact(
+        service in prop_oneof![any::<u64>(), 0u64..1 << 42],
+        divisor in prop_oneof![1u64..=10_000, 1u64..1 << 38, (0u32..38).prop_map(|k| 1u64 << k)],
+    ) {
+        let by = strength_reduce::StrengthReducedU64::new(divisor);
+        prop_assert_eq!(
+            tree::delta(service, by),
+            ((service as u128) << SERVICE_SHIFT) / divisor as u128
+        );
+        // V carries the remainders: after n charges it is exactly n * service / wsum.
+        let mut tree = tree::Tree::new(0);
+        tree.wsum = divisor;
+        let service = service >> 24;
+        for n in 1..=4u128 {
+            // The second charge makes the reciprocal, the third and fourth use it.
+            tree.advance(service);
+            prop_assert_eq!(
+                tree.vtime,
+                n * ((service as u128) << SERVICE_SHIFT) / divisor as u128
+            );
+        }
+    }
 }

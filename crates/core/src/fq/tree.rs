@@ -3,6 +3,15 @@
 //! service up the hierarchy.
 
 use super::*;
+use std::cell::Cell;
+use std::hint::select_unpredictable;
+use strength_reduce::StrengthReducedU64;
+
+/// `Tree::best` when it must be found again.
+const UNKNOWN: u32 = u32::MAX;
+
+/// `Tree::best` when no listed entity is eligible (slots are below 2^24).
+const NO_ELIGIBLE: u32 = u32::MAX - 1;
 
 /// `x` saturated at [`MAX_TAG`].
 #[inline(always)]
@@ -11,15 +20,15 @@ pub(super) fn sat(x: u128) -> u128 {
 }
 
 /// Maps service into virtual time: `(service << SERVICE_SHIFT) / weight` without a 128-bit
-/// division (BFQ's `bfq_delta`). `weight` must be below 2^42.
+/// division (BFQ's `bfq_delta`). `weight` is the entity's weight, ready to divide by (a
+/// multiplication by its reciprocal). It must be below 2^42.
 #[inline(always)]
-pub(super) fn delta(service: u64, weight: u64) -> u128 {
+pub(super) fn delta(service: u64, weight: StrengthReducedU64) -> u128 {
     if service < 1 << (64 - SERVICE_SHIFT) {
         // The common case: the shifted service fits in 64 bits, one division.
         return ((service << SERVICE_SHIFT) / weight) as u128;
     }
-    let whole = service / weight;
-    let rest = service % weight;
+    let (whole, rest) = StrengthReducedU64::div_rem(service, weight);
     ((whole as u128) << SERVICE_SHIFT) + (((rest << SERVICE_SHIFT) / weight) as u128)
 }
 
@@ -34,8 +43,12 @@ pub(super) enum Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Place {
     Inactive,
+    /// Active, in its tree's `eligible` heap.
     Eligible,
+    /// Active, in its tree's `pending` heap.
     Pending,
+    /// Active, in its tree's `list` (a tree with few active entities keeps no heaps).
+    Listed,
     Idle,
 }
 
@@ -44,20 +57,21 @@ impl Entity {
     pub(super) fn set_budget(&mut self, budget: u64) {
         if budget != self.budget {
             self.budget = budget;
-            self.span = delta(budget, self.weight as u64);
+            self.span = delta(budget, self.per_weight);
         }
     }
 
     pub(super) fn set_weight(&mut self, weight: u32) {
         self.weight = weight;
-        self.span = delta(self.budget, weight as u64);
+        self.per_weight = StrengthReducedU64::new(weight.max(1) as u64);
+        self.span = delta(self.budget, self.per_weight);
     }
 }
 
 impl Place {
     #[inline(always)]
     pub(super) fn active(self) -> bool {
-        matches!(self, Place::Eligible | Place::Pending)
+        matches!(self, Place::Eligible | Place::Pending | Place::Listed)
     }
 }
 
@@ -69,6 +83,8 @@ pub(super) struct Entity {
     pub(super) span: u128,
     pub(super) budget: u64,
     pub(super) weight: u32,
+    /// `weight`, ready to divide by.
+    pub(super) per_weight: StrengthReducedU64,
     /// Slot of the parent group; `NONE` for the root.
     pub(super) parent: u32,
     /// Index in `groups` for the root and groups; `NONE` for leaves.
@@ -79,22 +95,79 @@ pub(super) struct Entity {
     pub(super) place: Place,
 }
 
+/// An active entity of a tree that keeps them in a list: its start and finish keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Listed {
+    pub(super) start: u128,
+    pub(super) finish: u128,
+}
+
 /// One service tree: the entities of one class under one group.
-#[derive(Clone, Debug, Default)]
+///
+/// Its active entities are either in `list`, unordered, or in the two heaps `eligible` and
+/// `pending`. A tree starts with the list; the active entity that would make it longer than
+/// `list_max` builds the heaps from it, and the tree goes back to the list when it is down to
+/// `list_max / 2` active entities (so that a tree at the threshold does not rebuild at every
+/// step; each rebuild is paid for by the `list_max / 2` insertions or removals before it). A
+/// selection scans the list: with a handful of entities a scan of 32-byte entries costs less
+/// than keeping two heaps in order at every charge, which is a removal and an insertion in
+/// each (see `benches/fq.rs`). Both give the same selections.
+#[derive(Clone, Debug)]
 pub(super) struct Tree {
     pub(super) vtime: u128,
     /// Remainder of the last `service << SHIFT` division by `wsum`.
     pub(super) rem: u64,
     pub(super) wsum: u64,
+    /// A weight sum ready to divide by (a reciprocal costs three divisions to make, so it is
+    /// made for a `wsum` that two charges in a row divided by).
+    per_wsum: StrengthReducedU64,
+    /// The `wsum` of the last charge.
+    last_wsum: u64,
+    /// Whether the active entities are in `eligible` and `pending` rather than in `list`.
+    pub(super) heaps: bool,
+    /// Most entities `list` holds.
+    pub(super) list_max: u32,
+    pub(super) list: Vec<Listed>,
+    /// The slot `best_listed` found (or [`NO_ELIGIBLE`]) while neither `list` nor `V` changed
+    /// since; [`UNKNOWN`] otherwise. A group's tree is asked twice between its changes: for
+    /// the group's budget when a charge passes through it, then by the next selection.
+    best: Cell<u32>,
     pub(super) eligible: Heap,
     pub(super) pending: Heap,
     pub(super) idle: Heap,
 }
 
 impl Tree {
+    /// Starts an empty tree afresh (a group's slot reused).
+    pub(super) fn reset(&mut self) {
+        debug_assert!(!self.has_active() && self.idle.is_empty());
+        self.vtime = 0;
+        self.rem = 0;
+        self.wsum = 0;
+        self.heaps = false;
+        self.best.set(UNKNOWN);
+    }
+
+    pub(super) fn new(list_max: u32) -> Self {
+        Tree {
+            vtime: 0,
+            rem: 0,
+            wsum: 0,
+            per_wsum: StrengthReducedU64::new(1),
+            last_wsum: 0,
+            heaps: false,
+            list_max,
+            list: Vec::new(),
+            best: Cell::new(UNKNOWN),
+            eligible: Heap::default(),
+            pending: Heap::default(),
+            idle: Heap::default(),
+        }
+    }
+
     #[inline(always)]
     pub(super) fn has_active(&self) -> bool {
-        !self.eligible.is_empty() || !self.pending.is_empty()
+        !self.list.is_empty() || !self.eligible.is_empty() || !self.pending.is_empty()
     }
 
     #[inline(always)]
@@ -117,19 +190,167 @@ impl Tree {
         if service < 1 << (63 - SERVICE_SHIFT) {
             // The common case, one division: rem < wsum < 2^38, so the sum fits in 64 bits.
             let shifted = (service << SERVICE_SHIFT) + self.rem;
-            self.vtime = sat(self.vtime + (shifted / wsum) as u128);
-            self.rem = shifted % wsum;
+            let (quotient, rem) = if self.per_wsum.get() == wsum {
+                StrengthReducedU64::div_rem(shifted, self.per_wsum)
+            } else {
+                if self.last_wsum == wsum {
+                    self.per_wsum = StrengthReducedU64::new(wsum);
+                }
+                (shifted / wsum, shifted % wsum)
+            };
+            self.last_wsum = wsum;
+            self.vtime = sat(self.vtime + quotient as u128);
+            self.rem = rem;
+            self.best.set(UNKNOWN);
             return;
         }
         let whole = service / wsum;
         let rest = ((service % wsum) << SERVICE_SHIFT) + self.rem;
         self.vtime = sat(self.vtime + ((whole as u128) << SERVICE_SHIFT) + (rest / wsum) as u128);
         self.rem = rest % wsum;
+        self.best.set(UNKNOWN);
+    }
+
+    /// The listed entity with `S <= V` and the smallest finish key, if any. No key is
+    /// `u128::MAX` (slots stay below `SLOT_MASK`), so it marks "none".
+    #[inline(always)]
+    fn best_listed(&self) -> Option<u32> {
+        let known = self.best.get();
+        if known != UNKNOWN {
+            return (known != NO_ELIGIBLE).then_some(known);
+        }
+        let limit = key(self.vtime, heap::SLOT_MASK as u32);
+        let mut best = u128::MAX;
+        for entry in &self.list {
+            // Which entities are eligible, and which of them is best, changes from one scan to
+            // the next: conditional moves, as branches here are mispredicted often.
+            let candidate = select_unpredictable(entry.start <= limit, entry.finish, u128::MAX);
+            best = select_unpredictable(candidate < best, candidate, best);
+        }
+        let found = if best == u128::MAX {
+            NO_ELIGIBLE
+        } else {
+            slot_of(best)
+        };
+        self.best.set(found);
+        (found != NO_ELIGIBLE).then_some(found)
+    }
+
+    /// The smallest start key among the listed entities (the list is not empty).
+    #[inline]
+    fn earliest_listed(&self) -> u128 {
+        self.list
+            .iter()
+            .map(|entry| entry.start)
+            .min()
+            .expect("an active tree")
+    }
+
+    /// The entity this tree would serve if `V` stayed where it is: the eligible one with the
+    /// smallest finish or, if none is eligible, the one with the smallest start. `None` when
+    /// nothing is active.
+    #[inline(always)]
+    pub(super) fn first(&self) -> Option<u32> {
+        if self.heaps {
+            self.eligible
+                .peek()
+                .or_else(|| self.pending.peek())
+                .map(slot_of)
+        } else if self.list.is_empty() {
+            None
+        } else {
+            Some(
+                self.best_listed()
+                    .unwrap_or_else(|| slot_of(self.earliest_listed())),
+            )
+        }
+    }
+
+    /// The entity to serve (the tree has an active one): the eligible one with the smallest
+    /// finish, after `V` jumped to the smallest start if none was eligible.
+    #[inline(always)]
+    pub(super) fn select(&mut self, ents: &mut [Entity], pos: &mut [u32]) -> u32 {
+        if self.heaps {
+            if self.eligible.is_empty() {
+                // Nothing eligible: V jumps to the smallest start.
+                self.vtime = tag_of(self.pending.peek().expect("an active tree"));
+                self.rem = 0;
+                self.settle(ents, pos);
+            }
+            return slot_of(self.eligible.peek().expect("an eligible entity"));
+        }
+        if let Some(slot) = self.best_listed() {
+            return slot;
+        }
+        self.vtime = tag_of(self.earliest_listed());
+        self.rem = 0;
+        self.best.set(UNKNOWN);
+        self.settle(ents, pos);
+        self.best_listed().expect("an eligible entity")
+    }
+
+    /// Puts an active entity in the list, or in the heaps if the tree has them or the list is
+    /// full.
+    #[inline(always)]
+    pub(super) fn insert(&mut self, slot: u32, ents: &mut [Entity], pos: &mut [u32]) {
+        if !self.heaps {
+            if self.list.len() < self.list_max as usize {
+                let entity = &mut ents[slot as usize];
+                entity.place = Place::Listed;
+                self.best.set(UNKNOWN);
+                pos[slot as usize] = self.list.len() as u32;
+                self.list.push(Listed {
+                    start: key(entity.start, slot),
+                    finish: key(entity.finish, slot),
+                });
+                return;
+            }
+            self.build_heaps(ents, pos);
+        }
+        self.insert_heaps(slot, ents, pos);
+    }
+
+    /// Moves the listed entities into the heaps.
+    fn build_heaps(&mut self, ents: &mut [Entity], pos: &mut [u32]) {
+        self.heaps = true;
+        let list = std::mem::take(&mut self.list);
+        for entry in &list {
+            self.insert_heaps(slot_of(entry.start), ents, pos);
+        }
+        // Keep the allocation for the next time the tree goes back to its list.
+        self.list = list;
+        self.list.clear();
+    }
+
+    /// Moves the entities of the heaps into the list.
+    fn flatten(&mut self, ents: &mut [Entity], pos: &mut [u32]) {
+        self.heaps = false;
+        self.best.set(UNKNOWN);
+        for k in self.eligible.drain().chain(self.pending.drain()) {
+            let slot = slot_of(k);
+            let entity = &mut ents[slot as usize];
+            entity.place = Place::Listed;
+            pos[slot as usize] = self.list.len() as u32;
+            self.list.push(Listed {
+                start: key(entity.start, slot),
+                finish: key(entity.finish, slot),
+            });
+        }
+    }
+
+    /// Writes a listed entity's keys again after its tags changed.
+    #[inline(always)]
+    fn relist(&mut self, slot: u32, entity: &Entity, pos: &[u32]) {
+        self.best.set(UNKNOWN);
+        self.list[pos[slot as usize] as usize] = Listed {
+            start: key(entity.start, slot),
+            finish: key(entity.finish, slot),
+        };
     }
 
     /// Puts an active entity in `eligible` or `pending` by its start.
     #[inline(always)]
-    pub(super) fn insert(&mut self, slot: u32, ents: &mut [Entity], pos: &mut [u32]) {
+    fn insert_heaps(&mut self, slot: u32, ents: &mut [Entity], pos: &mut [u32]) {
         let entity = &mut ents[slot as usize];
         if entity.start <= self.vtime {
             entity.place = Place::Eligible;
@@ -140,11 +361,20 @@ impl Tree {
         }
     }
 
-    /// Takes an active entity out of `eligible` or `pending`; leaves its place to the caller.
+    /// Takes an active entity out of the tree; leaves its place to the caller. A tree down to
+    /// half its list's size goes back to the list.
     #[inline(always)]
-    pub(super) fn remove(&mut self, slot: u32, ents: &[Entity], pos: &mut [u32]) {
+    pub(super) fn remove(&mut self, slot: u32, ents: &mut [Entity], pos: &mut [u32]) {
         let at = pos[slot as usize];
         match ents[slot as usize].place {
+            Place::Listed => {
+                self.best.set(UNKNOWN);
+                self.list.swap_remove(at as usize);
+                if let Some(moved) = self.list.get(at as usize) {
+                    pos[slot_of(moved.start) as usize] = at;
+                }
+                return;
+            }
             Place::Eligible => {
                 self.eligible.remove(at, pos);
             }
@@ -153,12 +383,19 @@ impl Tree {
             }
             _ => unreachable!("remove of an entity that is not active"),
         }
+        if self.eligible.len() + self.pending.len() <= self.list_max as usize / 2 {
+            self.flatten(ents, pos);
+        }
     }
 
     /// Moves an active entity whose tags changed to its new place.
     #[inline(always)]
     pub(super) fn reposition(&mut self, slot: u32, ents: &mut [Entity], pos: &mut [u32]) {
         let entity = &mut ents[slot as usize];
+        if entity.place == Place::Listed {
+            self.relist(slot, entity, pos);
+            return;
+        }
         let at = pos[slot as usize];
         let eligible = entity.start <= self.vtime;
         match (entity.place, eligible) {
@@ -185,6 +422,11 @@ impl Tree {
     #[inline(always)]
     pub(super) fn requeue(&mut self, slot: u32, ents: &mut [Entity], pos: &mut [u32]) {
         let entity = &ents[slot as usize];
+        if entity.place == Place::Listed {
+            self.relist(slot, entity, pos);
+            self.settle(ents, pos);
+            return;
+        }
         if entity.place == Place::Eligible && pos[slot as usize] == 0 && entity.start > self.vtime {
             if let Some(top) = self.pending.peek() {
                 if tag_of(top) <= self.vtime {
@@ -231,7 +473,7 @@ impl Tree {
     }
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(super) struct GroupData {
     pub(super) trees: [Tree; CLASSES],
     /// When the idle-class timer last fired.
@@ -241,12 +483,20 @@ pub(super) struct GroupData {
 }
 
 impl GroupData {
+    pub(super) fn new(list_max: u32) -> Self {
+        GroupData {
+            trees: std::array::from_fn(|_| Tree::new(list_max)),
+            idle_checked: 0,
+            children: 0,
+        }
+    }
+
     /// The budget of the child this group would serve next, if any child is active.
     #[inline(always)]
     pub(super) fn next_budget(&self, ents: &[Entity]) -> Option<u64> {
         for tree in &self.trees {
-            if let Some(top) = tree.eligible.peek().or_else(|| tree.pending.peek()) {
-                return Some(ents[slot_of(top) as usize].budget);
+            if let Some(slot) = tree.first() {
+                return Some(ents[slot as usize].budget);
             }
         }
         None
@@ -278,7 +528,7 @@ impl FairQueue {
         let entity = &mut ents[slot as usize];
         entity.set_budget(budget);
         match entity.place {
-            Place::Eligible | Place::Pending => {
+            Place::Eligible | Place::Pending | Place::Listed => {
                 entity.finish = sat(entity.start + entity.span);
                 tree.reposition(slot, ents, pos);
             }
