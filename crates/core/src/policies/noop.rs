@@ -11,6 +11,7 @@ use crate::request::{merge_back, merge_front, mergeable, MergeLimits, Request};
 use crate::time::Nanos;
 use crate::tunable::TunableSpec;
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
 /// noop has no tunables of its own; the queue's `nr_requests`, `max_sectors_kb` and `nomerges`
@@ -42,23 +43,29 @@ struct Index(FxHashMap<u64, Positions>);
 
 impl Index {
     fn insert(&mut self, at: u64, position: u64) {
-        match self.0.get_mut(&at) {
-            None => {
-                self.0.insert(at, Positions::One(position));
+        // One hash lookup per insertion or removal (the entry), not two.
+        match self.0.entry(at) {
+            Entry::Vacant(vacant) => {
+                vacant.insert(Positions::One(position));
             }
-            Some(slot) => match slot {
-                Positions::One(first) => *slot = Positions::Many(vec![*first, position]),
-                Positions::Many(all) => all.push(position),
-            },
+            Entry::Occupied(mut occupied) => {
+                let slot = occupied.get_mut();
+                match slot {
+                    Positions::One(first) => *slot = Positions::Many(vec![*first, position]),
+                    Positions::Many(all) => all.push(position),
+                }
+            }
         }
     }
 
     fn remove(&mut self, at: u64, position: u64) {
-        let slot = self.0.get_mut(&at).expect("an indexed request");
-        match slot {
+        let Entry::Occupied(mut occupied) = self.0.entry(at) else {
+            panic!("an indexed request");
+        };
+        match occupied.get_mut() {
             Positions::One(only) => {
                 debug_assert_eq!(*only, position);
-                self.0.remove(&at);
+                occupied.remove();
             }
             Positions::Many(all) => {
                 let index = all
@@ -67,7 +74,7 @@ impl Index {
                     .expect("an indexed request");
                 all.swap_remove(index);
                 if let [only] = all[..] {
-                    *slot = Positions::One(only);
+                    *occupied.get_mut() = Positions::One(only);
                 }
             }
         }
