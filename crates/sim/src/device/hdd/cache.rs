@@ -119,11 +119,12 @@ impl ReadCache {
         let mut continued = None;
         let mut oldest = (u64::MAX, 0);
         for (index, segment) in self.segments.iter().enumerate() {
+            // Cheapest tests first: a random read's miss is usually far from every segment.
             if segment.last_used != 0
                 && (segment.end == first
-                    || (first >= self.valid_start(index, segment.end)
-                        && first < segment.end
-                        && segment.end < end))
+                    || (first < segment.end
+                        && segment.end < end
+                        && first >= self.valid_start(index, segment.end)))
             {
                 continued = Some(index);
                 break;
