@@ -102,6 +102,17 @@ pub(super) struct Listed {
     pub(super) finish: u128,
 }
 
+impl Listed {
+    /// The entry of `entity`, in `slot`, with its tags as they are.
+    #[inline(always)]
+    fn of(slot: u32, entity: &Entity) -> Self {
+        Listed {
+            start: key(entity.start, slot),
+            finish: key(entity.finish, slot),
+        }
+    }
+}
+
 /// One service tree: the entities of one class under one group.
 ///
 /// Its active entities are either in `list`, unordered, or in the two heaps `eligible` and
@@ -299,10 +310,7 @@ impl Tree {
                 entity.place = Place::Listed;
                 self.best.set(UNKNOWN);
                 pos[slot as usize] = self.list.len() as u32;
-                self.list.push(Listed {
-                    start: key(entity.start, slot),
-                    finish: key(entity.finish, slot),
-                });
+                self.list.push(Listed::of(slot, entity));
                 return;
             }
             self.build_heaps(ents, pos);
@@ -331,10 +339,7 @@ impl Tree {
             let entity = &mut ents[slot as usize];
             entity.place = Place::Listed;
             pos[slot as usize] = self.list.len() as u32;
-            self.list.push(Listed {
-                start: key(entity.start, slot),
-                finish: key(entity.finish, slot),
-            });
+            self.list.push(Listed::of(slot, entity));
         }
     }
 
@@ -342,10 +347,7 @@ impl Tree {
     #[inline(always)]
     fn relist(&mut self, slot: u32, entity: &Entity, pos: &[u32]) {
         self.best.set(UNKNOWN);
-        self.list[pos[slot as usize] as usize] = Listed {
-            start: key(entity.start, slot),
-            finish: key(entity.finish, slot),
-        };
+        self.list[pos[slot as usize] as usize] = Listed::of(slot, entity);
     }
 
     /// Puts an active entity in `eligible` or `pending` by its start.
