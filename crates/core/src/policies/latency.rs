@@ -26,6 +26,16 @@
 //! answers it by delaying the throttled issuers (`use_delay`); pacing is that delay for a
 //! scheduler that holds the requests itself.
 //!
+//! # Pacing
+//!
+//! A paced background request whose rest ends while a foreground request is in flight waits
+//! for that request's completion and leaves beside the foreground's next one, rather than on a
+//! timer in the middle of it. Started on a timer, it overlapped two foreground requests
+//! instead of one, and woke the engine for it. On a loop device here (`iosched frontier`'s
+//! mix, target 70 µs, 4 runs each, interleaved) the timer gave 14.6-19.9K IOPS in all with the
+//! foreground at 77-85 µs, and this gives 20.7-24.3K with it at 73-86 µs. With no foreground
+//! request in flight, the rest ends on a timer (`WaitUntil`), as before.
+//!
 //! A background rank with nothing in flight whose oldest request has waited a whole window
 //! goes next, within the depth limit and the pacing, ahead of queued foreground requests and
 //! better background ranks: a foreground that always has requests queued (deeper than the
@@ -555,6 +565,11 @@ impl Latency {
         if self.limit < ONE && now < self.paced_until {
             // Below one request: the background rests between its requests.
             self.window_limited = true;
+            if self.flying[foreground] > 0 {
+                // A foreground completion is due: the background's next request leaves then,
+                // beside the foreground's next one (see "Pacing" above).
+                return Dispatch::Empty;
+            }
             return Dispatch::WaitUntil(self.paced_until);
         }
         self.take(rank, now)
@@ -872,6 +887,40 @@ mod tests {
             (0.3..0.6).contains(&share),
             "background at {share} of one request"
         );
+    }
+
+    // Proves a paced background request whose rest ends while a foreground request is in
+    // flight leaves beside the foreground's next request, not on a timer in the middle of the
+    // one in flight; with no foreground request in flight, its rest ends on a timer.
+    #[test]
+    fn paced_background_leaves_beside_the_foreground() {
+        let mut policy = policy(100, 50);
+        let fg1 = with_prio(1, IoPrioClass::Rt, 0);
+        policy.insert(fg1.clone(), 0);
+        for id in 2..=4 {
+            policy.insert(with_prio(id, IoPrioClass::Idle, id * 4096), 0);
+        }
+        // The first request set the limit to one request; half of one instead.
+        policy.limit = ONE / 2;
+        assert_eq!(take(&mut policy, 0).id, fg1.id);
+        let bg2 = take(&mut policy, 0);
+        assert_eq!(bg2.id, RequestId(2));
+        // Half the time: a request that took 100 us rests 100 us more.
+        policy.completed(&bg2, 100 * US);
+        // The rest ends at 200 us, with the foreground request in flight: no timer.
+        assert_eq!(policy.dispatch(150 * US), Dispatch::Empty);
+        // Its completion and the next foreground request let the background go along.
+        policy.completed(&fg1, 260 * US);
+        let fg5 = with_prio(5, IoPrioClass::Rt, 5 * 4096);
+        policy.insert(fg5.clone(), 260 * US);
+        assert_eq!(take(&mut policy, 260 * US).id, fg5.id);
+        let bg3 = take(&mut policy, 260 * US);
+        assert_eq!(bg3.id, RequestId(3));
+        // No foreground request in flight: the rest ends on the timer.
+        policy.completed(&fg5, 300 * US);
+        policy.completed(&bg3, 360 * US);
+        assert_eq!(policy.dispatch(370 * US), Dispatch::WaitUntil(460 * US));
+        assert_eq!(take(&mut policy, 460 * US).id, RequestId(4));
     }
 
     // Proves an unreachable target paces the background down to an eighth of one request (it
