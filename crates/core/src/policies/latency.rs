@@ -26,6 +26,13 @@
 //! answers it by delaying the throttled issuers (`use_delay`); pacing is that delay for a
 //! scheduler that holds the requests itself.
 //!
+//! A background rank with nothing in flight whose oldest request has waited a whole window
+//! goes next, within the depth limit and the pacing, ahead of queued foreground requests and
+//! better background ranks: a foreground that always has requests queued (deeper than the
+//! device) would otherwise hold the background back for good, where blk-iolatency only
+//! limits its depth. So every background request is served within a window plus the time its
+//! rank needs, at the limit, for the requests queued ahead of it.
+//!
 //! # Pacing
 //!
 //! A paced background request whose rest ends while a foreground request is in flight waits
@@ -34,14 +41,7 @@
 //! instead of one, and woke the engine for it. On a loop device here (`iosched frontier`'s
 //! mix, target 70 µs, 4 runs each, interleaved) the timer gave 14.6-19.9K IOPS in all with the
 //! foreground at 77-85 µs, and this gives 20.7-24.3K with it at 73-86 µs. With no foreground
-//! request in flight, the rest ends on a timer (`WaitUntil`), as before.
-//!
-//! A background rank with nothing in flight whose oldest request has waited a whole window
-//! goes next, within the depth limit and the pacing, ahead of queued foreground requests and
-//! better background ranks: a foreground that always has requests queued (deeper than the
-//! device) would otherwise hold the background back for good, where blk-iolatency only
-//! limits its depth. So every background request is served within a window plus the time its
-//! rank needs, at the limit, for the requests queued ahead of it.
+//! request in flight, the rest ends on a timer (`WaitUntil`).
 //!
 //! # Finding the depth
 //!
