@@ -40,7 +40,11 @@ impl Hdd {
     /// Wait, with `under` under the heads now, until `angle` comes round, ns.
     #[inline]
     pub(super) fn wait_for(&self, under: f64, angle: f64) -> f64 {
-        let wait = geometry::wrap_unit(angle - under);
+        // Both angles are in [0, 1), so their difference is in (-1, 1): one side to wrap,
+        // added as 0 or 1 rather than branched on (with random targets a branch here went
+        // either way, and selection evaluates every queued command).
+        let difference = angle - under;
+        let wait = difference + f64::from(u8::from(difference < 0.0));
         if wait > 1.0 - ROTATION_TOLERANCE {
             0.0
         } else {
