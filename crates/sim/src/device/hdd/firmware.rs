@@ -331,10 +331,9 @@ impl Hdd {
     /// [`Selection`] and starts it.
     pub(super) fn serve_next(&mut self, now: Nanos) {
         self.write_through_if_due(now);
-        let mut candidates = std::mem::take(&mut self.scratch_candidates);
-        let mut choices = std::mem::take(&mut self.scratch_choices);
-        candidates.clear();
-        choices.clear();
+        let due = self.is_due(now);
+        // Each command's positioning is computed and weighed in one pass.
+        let mut chooser = self.selection.chooser(now, due);
         let under = self.angle_at(now as f64);
         for &slot in &self.queued {
             let command = self.command(slot);
@@ -350,13 +349,15 @@ impl Hdd {
                 // left to chance.
                 NcqOrder::Sstf => self.seek_ns(self.head, &command.target, write),
             };
-            candidates.push(Candidate {
-                positioning_ns,
-                accepted: command.accepted,
-                priority: command_priority(&self.config, &command.request),
-                start_by: command.limits.and_then(|limits| limits.start_by),
-            });
-            choices.push(Choice::Command(slot));
+            chooser.offer(
+                Choice::Command(slot),
+                Candidate {
+                    positioning_ns,
+                    accepted: command.accepted,
+                    priority: command_priority(&self.config, &command.request),
+                    start_by: command.limits.and_then(|limits| limits.start_by),
+                },
+            );
         }
         let urgent = self.destage_urgent();
         if urgent || self.write_buffer.dirty_sectors() > self.destage_high_water_sectors {
@@ -369,38 +370,36 @@ impl Hdd {
                 } else {
                     now
                 };
-                candidates.push(Candidate {
-                    positioning_ns,
-                    accepted,
-                    priority: CommandPriority::Normal,
-                    start_by: None,
-                });
-                choices.push(Choice::Destage(first));
+                chooser.offer(
+                    Choice::Destage(first),
+                    Candidate {
+                        positioning_ns,
+                        accepted,
+                        priority: CommandPriority::Normal,
+                        start_by: None,
+                    },
+                );
             }
         }
-        let due = self.is_due(now);
-        let chosen = self.selection.choose(&candidates, now, due);
-        if let Some(index) = chosen {
-            if due || now.saturating_sub(candidates[index].accepted) >= self.selection.deadline {
+        if let Some((choice, chosen)) = chooser.chosen() {
+            if due || now.saturating_sub(chosen.accepted) >= self.selection.deadline {
                 self.counters.deadline_picks += 1;
             }
-            if candidates[index].priority == CommandPriority::High {
+            if chosen.priority == CommandPriority::High {
                 self.counters.high_picks += 1;
             }
-            if candidates[index].start_by.is_some_and(|by| {
+            if chosen.start_by.is_some_and(|by| {
                 now.saturating_add(self.selection.cdl_guard) >= by
                     && !due
-                    && now.saturating_sub(candidates[index].accepted) < self.selection.deadline
+                    && now.saturating_sub(chosen.accepted) < self.selection.deadline
             }) {
                 self.counters.cdl_urgent_picks += 1;
             }
-            match choices[index] {
+            match choice {
                 Choice::Command(slot) => self.start_command(now, slot),
                 Choice::Destage(first) => self.start_destage(now, first),
             }
         }
-        self.scratch_candidates = candidates;
-        self.scratch_choices = choices;
     }
 
     /// A write that has waited for room until the firmware must serve oldest first, and is the

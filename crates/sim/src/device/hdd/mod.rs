@@ -340,8 +340,6 @@ pub struct Hdd {
     /// When the mechanism next needs attention.
     wakeup: Option<Nanos>,
     now: Nanos,
-    scratch_candidates: Vec<Candidate>,
-    scratch_choices: Vec<Choice>,
     /// (accepted, service bound) of the waiting commands, for `due_at`.
     scratch_due: std::cell::RefCell<Vec<(Nanos, Nanos)>>,
     counters: Counters,
@@ -491,8 +489,6 @@ impl Hdd {
             bus_free_at: 0,
             wakeup: None,
             now: 0,
-            scratch_candidates: Vec::with_capacity(queue_depth + 1),
-            scratch_choices: Vec::with_capacity(queue_depth + 1),
             scratch_due: std::cell::RefCell::new(Vec::with_capacity(queue_depth + 1)),
             counters: Counters::default(),
             geometry,

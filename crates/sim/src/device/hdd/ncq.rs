@@ -69,51 +69,91 @@ impl Selection {
     /// Index of the candidate to serve at `now`, or `None` if there are none; with `due`, the
     /// oldest.
     pub fn choose(&self, candidates: &[Candidate], now: Nanos, due: bool) -> Option<usize> {
-        let best_priority = candidates.iter().map(|c| c.priority).min()?;
-        let strict = self.priority_credit_ns.is_infinite();
-        // One pass over the competing commands: the oldest overdue one, and the best by aged
-        // positioning (ties to the earliest accepted, then the first listed).
-        let mut overdue: Option<(usize, Nanos)> = None;
-        let mut urgent: Option<(usize, Nanos, Nanos)> = None;
-        let mut best: Option<(usize, f64, Nanos)> = None;
+        let mut chooser = self.chooser(now, due);
         for (index, candidate) in candidates.iter().enumerate() {
-            let age = now.saturating_sub(candidate.accepted);
-            if (due || age >= self.deadline)
-                && overdue.is_none_or(|(_, at)| candidate.accepted < at)
-            {
-                overdue = Some((index, candidate.accepted));
-            }
-            if let Some(start_by) = candidate.start_by {
-                let earlier = urgent.is_none_or(|(_, by, at)| {
-                    (start_by, candidate.accepted) < (by, at)
-                });
-                if now.saturating_add(self.cdl_guard) >= start_by && earlier {
-                    urgent = Some((index, start_by, candidate.accepted));
-                }
-            }
-            if strict && candidate.priority != best_priority {
-                continue;
-            }
-            let credit = match candidate.priority {
-                CommandPriority::High if !strict => self.priority_credit_ns,
-                _ => 0.0,
-            };
-            let effective = candidate.positioning_ns - self.age_weight * age as f64 - credit;
-            let better = match best {
-                None => true,
-                Some((_, best_effective, best_accepted)) => {
-                    effective < best_effective
-                        || (effective == best_effective && candidate.accepted < best_accepted)
-                }
-            };
-            if better {
-                best = Some((index, effective, candidate.accepted));
+            chooser.offer(index, *candidate);
+        }
+        chooser.chosen().map(|(index, _)| index)
+    }
+
+    /// A choice at `now` made one candidate at a time ([`Chooser::offer`]), as the firmware
+    /// computes each command's positioning: the same choice as [`Selection::choose`] over
+    /// the candidates in the order offered, without collecting them first.
+    pub fn chooser<T: Copy>(&self, now: Nanos, due: bool) -> Chooser<T> {
+        Chooser {
+            selection: *self,
+            now,
+            due,
+            strict: self.priority_credit_ns.is_infinite(),
+            overdue: None,
+            urgent: None,
+            best: [None; 2],
+        }
+    }
+}
+
+/// The choice among the candidates offered so far ([`Selection::chooser`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Chooser<T> {
+    selection: Selection,
+    now: Nanos,
+    due: bool,
+    strict: bool,
+    /// The oldest overdue candidate.
+    overdue: Option<(T, Candidate)>,
+    /// The candidate within its guard of the earliest limit.
+    urgent: Option<(T, Candidate)>,
+    /// The best by aged positioning (ties to the earliest accepted, then the first offered),
+    /// with its aged positioning: under strict priority one per priority, as only the best
+    /// priority's compete; else all in the first.
+    best: [Option<(T, f64, Candidate)>; 2],
+}
+
+impl<T: Copy> Chooser<T> {
+    /// `candidate`, known to the caller as `choice`, competes.
+    #[inline]
+    pub fn offer(&mut self, choice: T, candidate: Candidate) {
+        let selection = &self.selection;
+        let age = self.now.saturating_sub(candidate.accepted);
+        if (self.due || age >= selection.deadline)
+            && self
+                .overdue
+                .is_none_or(|(_, oldest)| candidate.accepted < oldest.accepted)
+        {
+            self.overdue = Some((choice, candidate));
+        }
+        if let Some(start_by) = candidate.start_by {
+            let earlier = self.urgent.is_none_or(|(_, urgent)| {
+                (start_by, candidate.accepted) < (urgent.start_by.unwrap_or(0), urgent.accepted)
+            });
+            if self.now.saturating_add(selection.cdl_guard) >= start_by && earlier {
+                self.urgent = Some((choice, candidate));
             }
         }
-        overdue
-            .map(|(index, _)| index)
-            .or(urgent.map(|(index, _, _)| index))
-            .or(best.map(|(index, _, _)| index))
+        let (slot, credit) = match candidate.priority {
+            CommandPriority::High if self.strict => (0, 0.0),
+            CommandPriority::High => (0, selection.priority_credit_ns),
+            CommandPriority::Normal => (usize::from(self.strict), 0.0),
+        };
+        let effective = candidate.positioning_ns - selection.age_weight * age as f64 - credit;
+        let better = match self.best[slot] {
+            None => true,
+            Some((_, best_effective, best)) => {
+                effective < best_effective
+                    || (effective == best_effective && candidate.accepted < best.accepted)
+            }
+        };
+        if better {
+            self.best[slot] = Some((choice, effective, candidate));
+        }
+    }
+
+    /// The candidate to serve, or `None` if none was offered: the oldest overdue one, else the
+    /// most urgent limit, else the best by aged positioning (under strict priority, of the
+    /// best priority offered).
+    pub fn chosen(&self) -> Option<(T, Candidate)> {
+        let best = self.best[0].or(self.best[1]).map(|(choice, _, c)| (choice, c));
+        self.overdue.or(self.urgent).or(best)
     }
 }
 
@@ -222,6 +262,9 @@ mod tests {
         urgent.priority = CommandPriority::High;
         let candidates = [candidate(1.0, 0), urgent];
         assert_eq!(selection.choose(&candidates, 10_000_000, false), Some(1));
+        // Whichever is offered first.
+        let candidates = [urgent, candidate(1.0, 0), candidate(0.5, 0)];
+        assert_eq!(selection.choose(&candidates, 10_000_000, false), Some(0));
     }
 
     /// A command near its inactive limit goes first, earliest limit first; one whose limit is
