@@ -58,13 +58,13 @@ impl Hdd {
         let due: Vec<u32> = self
             .queued
             .iter()
-            .chain(&self.waiting_for_room)
-            .copied()
+            .map(|queued| queued.slot)
+            .chain(self.waiting_for_room.iter().copied())
             .filter(|&slot| self.start_by(slot).is_some_and(|by| by <= now))
             .collect();
         for slot in due {
             if self.expire(slot, now) {
-                self.queued.retain(|&queued| queued != slot);
+                self.queued.retain(|queued| queued.slot != slot);
                 self.waiting_for_room.retain(|&waiting| waiting != slot);
             }
         }
@@ -106,8 +106,9 @@ impl Hdd {
         let guard = self.selection.cdl_guard;
         self.queued
             .iter()
-            .chain(self.waiting_for_room.iter())
-            .filter_map(|&slot| {
+            .map(|queued| queued.slot)
+            .chain(self.waiting_for_room.iter().copied())
+            .filter_map(|slot| {
                 let limits = self.command(slot).limits?;
                 let by = limits.start_by?;
                 let urgent_at = by.saturating_sub(guard);
@@ -276,10 +277,7 @@ impl Hdd {
             // Ready reads that the read-ahead has reached, or soon will, ride on it.
             self.ride_queued_reads(now);
         }
-        let any_ready = self
-            .queued
-            .iter()
-            .any(|&slot| self.command(slot).ready_at <= now);
+        let any_ready = self.queued.iter().any(|queued| queued.ready_at <= now);
         let urgent = self.destage_urgent();
         if let Activity::ReadAhead(read_ahead) = self.activity {
             // A command that has waited the hard deadline (a queued one, or a write or flush
@@ -290,13 +288,11 @@ impl Hdd {
             // promised; others wait for it.
             let guard = self.selection.cdl_guard;
             let high_ready = any_ready
-                && self.queued.iter().any(|&slot| {
-                    let command = self.command(slot);
-                    command.ready_at <= now
-                        && (command_priority(&self.config, &command.request)
-                            == CommandPriority::High
+                && self.queued.iter().any(|queued| {
+                    queued.ready_at <= now
+                        && (queued.priority == CommandPriority::High
                             || self
-                                .start_by(slot)
+                                .start_by(queued.slot)
                                 .is_some_and(|by| now.saturating_add(guard) >= by))
                 });
             if !(any_ready || urgent)
@@ -335,27 +331,30 @@ impl Hdd {
         // Each command's positioning is computed and weighed in one pass.
         let mut chooser = self.selection.chooser(now, due);
         let under = self.angle_at(now as f64);
-        for &slot in &self.queued {
-            let command = self.command(slot);
-            if command.ready_at > now {
+        // Only with CDL on may a command have limits ([`Hdd::limits_of`]).
+        let limits = self.config.cdl_enable;
+        for queued in &self.queued {
+            if queued.ready_at > now {
                 continue;
             }
-            let write = command.request.op == Op::Write;
+            let (target, write) = (&queued.target, queued.write);
             let positioning_ns = match self.config.ncq_order {
-                NcqOrder::Sptf => {
-                    self.positioning_from_angle(under, self.head, &command.target, write)
-                }
+                NcqOrder::Sptf => self.positioning_from_angle(under, self.head, target, write),
                 // The seek alone (and a write's settle): where the sector is on the track is
                 // left to chance.
-                NcqOrder::Sstf => self.seek_ns(self.head, &command.target, write),
+                NcqOrder::Sstf => self.seek_ns(self.head, target, write),
             };
             chooser.offer(
-                Choice::Command(slot),
+                Choice::Command(queued.slot),
                 Candidate {
                     positioning_ns,
-                    accepted: command.accepted,
-                    priority: command_priority(&self.config, &command.request),
-                    start_by: command.limits.and_then(|limits| limits.start_by),
+                    accepted: queued.accepted,
+                    priority: queued.priority,
+                    start_by: if limits {
+                        self.start_by(queued.slot)
+                    } else {
+                        None
+                    },
                 },
             );
         }
@@ -416,7 +415,7 @@ impl Hdd {
         if self
             .queued
             .iter()
-            .any(|&queued| self.command(queued).accepted < accepted)
+            .any(|queued| queued.accepted < accepted)
             || !self.is_due(now)
         {
             return;
@@ -435,7 +434,7 @@ impl Hdd {
         let position = self
             .queued
             .iter()
-            .position(|&queued| queued == slot)
+            .position(|queued| queued.slot == slot)
             .expect("command is queued");
         self.queued.remove(position);
         let command = self.command(slot);
@@ -620,11 +619,7 @@ impl Hdd {
     }
 
     pub(super) fn mechanism_wakeup(&self) -> Option<Nanos> {
-        let earliest_ready = self
-            .queued
-            .iter()
-            .map(|&slot| self.command(slot).ready_at)
-            .min();
+        let earliest_ready = self.queued.iter().map(|queued| queued.ready_at).min();
         match self.activity {
             Activity::Busy { until, .. } => Some(until),
             Activity::ReadAhead(read_ahead) => {
@@ -728,7 +723,7 @@ impl Hdd {
     pub(super) fn serve_queued_from_buffer(&mut self, now: Nanos) {
         let mut index = 0;
         while index < self.queued.len() {
-            let slot = self.queued[index];
+            let slot = self.queued[index].slot;
             let command = self.command(slot);
             let ready = command.ready_at.max(now);
             if command.request.op == Op::Read
@@ -746,7 +741,7 @@ impl Hdd {
     pub(super) fn ride_queued_reads(&mut self, now: Nanos) {
         let mut index = 0;
         while index < self.queued.len() {
-            let slot = self.queued[index];
+            let slot = self.queued[index].slot;
             let command = self.command(slot);
             if command.request.op == Op::Read
                 && !command.request.fua
@@ -776,10 +771,11 @@ impl Hdd {
         let destage = self.service_bound(self.destage_max_sectors);
         let mut waiting = std::mem::take(&mut *self.scratch_due.borrow_mut());
         waiting.clear();
-        waiting.extend(self.queued.iter().map(|&slot| {
-            let command = self.command(slot);
-            (command.accepted, command.bound)
-        }));
+        waiting.extend(
+            self.queued
+                .iter()
+                .map(|queued| (queued.accepted, queued.bound)),
+        );
         waiting.extend(
             self.waiting_for_room
                 .iter()
@@ -808,10 +804,9 @@ impl Hdd {
         let destage = self.service_bound(self.destage_max_sectors);
         let mut oldest = Nanos::MAX;
         let mut all: Nanos = 0;
-        for &slot in &self.queued {
-            let command = self.command(slot);
-            oldest = oldest.min(command.accepted);
-            all = all.saturating_add(command.bound);
+        for queued in &self.queued {
+            oldest = oldest.min(queued.accepted);
+            all = all.saturating_add(queued.bound);
         }
         for &slot in self.waiting_for_room.iter().chain(self.flushes.iter()) {
             let (accepted, bound) = self.waiter_bound(slot, destage);
@@ -887,7 +882,16 @@ impl Hdd {
             segment: None,
             sequential: false,
         };
-        self.queued.push(slot);
+        let queued = Queued {
+            slot,
+            write: command.request.op == Op::Write,
+            priority: command_priority(&self.config, &command.request),
+            ready_at,
+            accepted: command.accepted,
+            bound: command.bound,
+            target: command.target,
+        };
+        self.queued.push(queued);
         self.counters.max_queued = self.counters.max_queued.max(self.queued.len() as u64);
     }
 }

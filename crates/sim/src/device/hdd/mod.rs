@@ -273,6 +273,20 @@ struct Counters {
     completed: u64,
 }
 
+/// A command waiting for the mechanism, with what selection reads of it at every decision:
+/// kept apart from the [`Command`], so that a decision over a full queue reads one small array.
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    slot: u32,
+    write: bool,
+    priority: CommandPriority,
+    /// As the command's.
+    ready_at: Nanos,
+    accepted: Nanos,
+    bound: Nanos,
+    target: Location,
+}
+
 /// What one choice of the mechanism would serve.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Choice {
@@ -318,8 +332,8 @@ pub struct Hdd {
     slots: Vec<Option<Command>>,
     free_slots: Vec<u32>,
     in_flight: u32,
-    /// Slots of commands waiting for the mechanism, in acceptance order.
-    queued: Vec<u32>,
+    /// Commands waiting for the mechanism, in acceptance order.
+    queued: Vec<Queued>,
     waiting_for_room: VecDeque<u32>,
     flushes: Vec<u32>,
     /// (completion time, sequence, slot), earliest first.
