@@ -619,14 +619,16 @@ impl Hdd {
     }
 
     pub(super) fn mechanism_wakeup(&self) -> Option<Nanos> {
-        let earliest_ready = self.queued.iter().map(|queued| queued.ready_at).min();
+        // Only an idle or reading-ahead mechanism looks at the queue (with many commands
+        // queued it is busy nearly always, and this runs at every step of the device).
+        let earliest_ready = || self.queued.iter().map(|queued| queued.ready_at).min();
         match self.activity {
             Activity::Busy { until, .. } => Some(until),
             Activity::ReadAhead(read_ahead) => {
                 let interrupt = if self.destage_urgent() {
                     Some(read_ahead.committed_until)
                 } else {
-                    earliest_ready.map(|ready| ready.max(read_ahead.committed_until))
+                    earliest_ready().map(|ready| ready.max(read_ahead.committed_until))
                 };
                 // Whatever was promised, read-ahead stops when a waiting command reaches the
                 // hard deadline.
@@ -639,7 +641,7 @@ impl Hdd {
             Activity::Idle => {
                 let destage = (!self.write_buffer.is_empty())
                     .then(|| (self.idle_since + self.destage_idle).max(self.now));
-                match (earliest_ready, destage) {
+                match (earliest_ready(), destage) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 }
