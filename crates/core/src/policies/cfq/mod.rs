@@ -304,6 +304,9 @@ const HIST_DIVISOR: u64 = 4;
 /// Most queues whose history (think time, seeks, idle window, slice credit) is remembered.
 pub const HISTORY_CAP: usize = 4096;
 
+/// Queues kept, forgotten, for their flows' next requests, at most ([`Queue::forgotten`]).
+const QUEUES_KEPT: usize = 4096;
+
 /// Lowest priority level (`IOPRIO_BE_NR - 1`); the idle class runs at it.
 const LOWEST_LEVEL: u8 = 7;
 

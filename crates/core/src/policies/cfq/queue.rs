@@ -31,6 +31,11 @@ pub(super) struct Queue {
     pub(super) tree_key: Option<(i64, u64)>,
     /// Which service tree ([`tree_index`]) it is on while `tree_key` is set.
     pub(super) tree: usize,
+    /// Forgotten ([`Cfq::maybe_drop`]): as if it did not exist, until its flow's next request
+    /// makes it anew ([`Queue::renew`]). Kept rather than removed, with its lists' memory,
+    /// while few queues exist: a flow with one request at a time made and dropped its queue
+    /// at every request.
+    pub(super) forgotten: bool,
 }
 
 impl Queue {
@@ -45,7 +50,20 @@ impl Queue {
             dispatched: 0,
             tree_key: None,
             tree: 0,
+            forgotten: false,
         }
+    }
+
+    /// A forgotten queue made as [`Queue::new`] makes one.
+    pub(super) fn renew(&mut self, class: usize, level: u8, sync: bool) {
+        debug_assert!(self.forgotten && self.sort.is_empty() && self.fifo.is_empty());
+        debug_assert!(self.dispatched == 0 && self.tree_key.is_none());
+        self.class = class;
+        self.level = level;
+        self.sync = sync;
+        self.next = None;
+        self.tree = 0;
+        self.forgotten = false;
     }
 
     pub(super) fn remove(&mut self, key: SortKey) -> Entry {

@@ -166,14 +166,22 @@ impl Cfq {
         }
         self.workload_expires = Some(now + slice.max(MIN_TT));
     }
-    /// Forgets a queue with nothing queued, nothing in flight and no slice.
+    /// Forgets a queue with nothing queued, nothing in flight and no slice: it is removed, or
+    /// while at most [`QUEUES_KEPT`] queues exist, kept as forgotten ([`Queue::forgotten`]).
     pub(super) fn maybe_drop(&mut self, key: QueueKey) {
-        let idle = self
-            .queues
-            .get(&key)
-            .is_some_and(|q| q.sort.is_empty() && q.dispatched == 0 && q.tree_key.is_none());
-        if idle && self.active.as_ref().is_none_or(|a| a.key != key) {
-            self.queues.remove(&key);
+        if self.active.as_ref().is_some_and(|a| a.key == key) {
+            return;
+        }
+        let many = self.queues.len() > QUEUES_KEPT;
+        let Some(queue) = self.queues.get_mut(&key) else {
+            return;
+        };
+        if queue.sort.is_empty() && queue.dispatched == 0 && queue.tree_key.is_none() {
+            if many {
+                self.queues.remove(&key);
+            } else {
+                queue.forgotten = true;
+            }
         }
     }
 
@@ -455,6 +463,9 @@ impl Cfq {
             .queues
             .entry(key)
             .or_insert_with(|| Queue::new(class, level, sync));
+        if queue.forgotten {
+            queue.renew(class, level, sync);
+        }
         let info = Request {
             merged: Vec::new(),
             ..request.clone()

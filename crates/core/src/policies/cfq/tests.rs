@@ -539,9 +539,14 @@ fn requeue_and_drain() {
     assert_eq!(take(&mut policy, 6 * MS).id.0, 4);
 }
 
-// Proves per-flow state stays bounded: queues go away when idle and at most HISTORY_CAP
-// histories are kept, however many flows come and go; those forgotten are the least recently
-// used.
+/// Queues not forgotten ([`Queue::forgotten`]).
+fn live_queues(policy: &Cfq) -> usize {
+    policy.queues.values().filter(|queue| !queue.forgotten).count()
+}
+
+// Proves per-flow state stays bounded: queues are forgotten when idle (and kept, forgotten,
+// only up to QUEUES_KEPT) and at most HISTORY_CAP histories are kept, however many flows come
+// and go; those forgotten are the least recently used.
 #[test]
 fn per_flow_state_is_bounded() {
     let mut policy = Cfq::new();
@@ -551,7 +556,8 @@ fn per_flow_state_is_bounded() {
         let request = take(&mut policy, now);
         now += MS;
         policy.completed(&request, now);
-        assert!(policy.queues.len() <= 2);
+        assert!(live_queues(&policy) <= 2);
+        assert!(policy.queues.len() <= QUEUES_KEPT + 2);
     }
     let kept = policy.history.len();
     assert!((HISTORY_CAP - HISTORY_CAP / 8..=HISTORY_CAP).contains(&kept), "{kept}");
@@ -703,7 +709,7 @@ fn every_request_completes_exactly_once() {
         assert_eq!(submitted, completed, "seed {seed}");
         assert_eq!(policy.in_flight, [0, 0]);
         assert_eq!(policy.rt_be_in_flight, 0);
-        assert!(policy.queues.len() <= 1, "seed {seed}: queues left behind");
+        assert!(live_queues(&policy) <= 1, "seed {seed}: queues left behind");
     }
 }
 
@@ -963,7 +969,10 @@ fn close_cooperators_share_one_queue_until_it_turns_seeky() {
     policy.insert(read(4, 1, 12288, 2 * MS), 2 * MS);
     let queue = &policy.queues[&QueueKey::Sync(FlowId(1))];
     assert_eq!(queue.sort.len(), 2, "both flows' requests in one queue");
-    assert!(!policy.queues.contains_key(&QueueKey::Sync(FlowId(0))));
+    assert!(policy
+        .queues
+        .get(&QueueKey::Sync(FlowId(0)))
+        .is_none_or(|queue| queue.forgotten));
     policy.completed(&second, 2 * MS);
     let (a, b) = (take(&mut policy, 2 * MS), take(&mut policy, 2 * MS));
     assert_eq!((a.id.0, b.id.0), (3, 4), "one queue, in offset order");
