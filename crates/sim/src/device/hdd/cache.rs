@@ -117,23 +117,24 @@ impl ReadCache {
         // One pass: the first segment the read continues, else the least recently used
         // (the first of equals).
         let mut continued = None;
-        let mut oldest = (u64::MAX, 0);
+        let (mut oldest_used, mut oldest) = (u64::MAX, 0);
+        // A segment whose data ends in `[first, end)` (just `first` for an empty read): one
+        // unsigned comparison, as a random read's miss is usually far from every segment.
+        let within = (end - first).saturating_sub(1);
         for (index, segment) in self.segments.iter().enumerate() {
-            // Cheapest tests first: a random read's miss is usually far from every segment.
-            if segment.last_used != 0
-                && (segment.end == first
-                    || (first < segment.end
-                        && segment.end < end
-                        && first >= self.valid_start(index, segment.end)))
+            if segment.end.wrapping_sub(first) <= within
+                && segment.last_used != 0
+                && (segment.end == first || first >= self.valid_start(index, segment.end))
             {
                 continued = Some(index);
                 break;
             }
-            if segment.last_used < oldest.0 {
-                oldest = (segment.last_used, index);
-            }
+            // The least recently used so far, chosen without a branch (which went either way).
+            let older = segment.last_used < oldest_used;
+            oldest_used = if older { segment.last_used } else { oldest_used };
+            oldest = if older { index } else { oldest };
         }
-        let index = continued.unwrap_or(oldest.1);
+        let index = continued.unwrap_or(oldest);
         self.clock += 1;
         self.segments[index] = Segment {
             start: first,
