@@ -394,8 +394,12 @@ impl Cfq {
         if self.history.get(&key).is_some_and(|h| h.seeky()) {
             return None;
         }
-        self.queues
+        // The busy queues are the ones on the service trees: only those are looked at, not
+        // every queue kept (with 1024 flows, most are idle or forgotten).
+        self.trees
             .iter()
+            .flat_map(|tree| tree.values())
+            .map(|other| (other, self.queue(*other)))
             .filter(|(other, queue)| {
                 **other != key
                     && queue.tree_key.is_some()
