@@ -153,7 +153,7 @@ use crate::tunable::{TunableError, TunableSpec, Unit};
 use queue::{Entry, History, Queue};
 use slice::Active;
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 
 /// CFQ's tunables, named as in `/sys/block/X/queue/iosched/` and defaulted as in Linux.
@@ -393,6 +393,10 @@ pub struct Cfq {
     queues: FxHashMap<QueueKey, Queue>,
     /// Busy queues of each service tree ([`tree_index`]) by `(rb_key, insertion number)`.
     trees: [BTreeMap<(i64, u64), QueueKey>; TREES],
+    /// The busy sync RT and BE queues with a next request by (RT, level, where the next
+    /// request starts): the kernel's `prio_trees`, where [`Cfq::close_cooperator`] finds the
+    /// queue nearest the head without looking at every busy one.
+    close_index: BTreeSet<(bool, u8, u64, QueueKey)>,
     /// Each service tree's think time (`st->ttime`), for idling on the last sync-noidle queue.
     tree_ttime: [TreeTtime; TREES],
     /// The workload being served (`serving_wl_class`, `serving_wl_type`) and when its slice
@@ -469,6 +473,7 @@ impl Cfq {
         Cfq {
             queues: FxHashMap::default(),
             trees: Default::default(),
+            close_index: BTreeSet::new(),
             tree_ttime: Default::default(),
             serving_class: BE,
             serving_type: ASYNC_WL,

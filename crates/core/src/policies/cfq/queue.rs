@@ -36,6 +36,8 @@ pub(super) struct Queue {
     /// while few queues exist: a flow with one request at a time made and dropped its queue
     /// at every request.
     pub(super) forgotten: bool,
+    /// Its entry in [`Cfq::close_index`]: (RT, level, where its next request starts).
+    pub(super) close_entry: Option<(bool, u8, u64)>,
 }
 
 impl Queue {
@@ -51,6 +53,7 @@ impl Queue {
             tree_key: None,
             tree: 0,
             forgotten: false,
+            close_entry: None,
         }
     }
 
@@ -58,6 +61,7 @@ impl Queue {
     pub(super) fn renew(&mut self, class: usize, level: u8, sync: bool) {
         debug_assert!(self.forgotten && self.sort.is_empty() && self.fifo.is_empty());
         debug_assert!(self.dispatched == 0 && self.tree_key.is_none());
+        debug_assert!(self.close_entry.is_none());
         self.class = class;
         self.level = level;
         self.sync = sync;
@@ -224,6 +228,29 @@ impl Cfq {
         self.queues.get_mut(&key).expect("queue is live")
     }
 
+    /// Brings `key`'s entry in [`Cfq::close_index`] up to date, after its next request or its
+    /// place on a service tree changed: a busy sync RT or BE queue with a next request is
+    /// indexed where that request starts (`cfq_prio_tree_add`), any other is not.
+    pub(super) fn index_close(&mut self, key: QueueKey) {
+        let Some(queue) = self.queues.get_mut(&key) else {
+            return;
+        };
+        let entry = queue
+            .next
+            .filter(|_| queue.tree_key.is_some() && queue.sync && queue.class != IDLE)
+            .map(|next| (queue.class == RT, queue.level, next.0));
+        if queue.close_entry == entry {
+            return;
+        }
+        if let Some((rt, level, at)) = queue.close_entry {
+            self.close_index.remove(&(rt, level, at, key));
+        }
+        if let Some((rt, level, at)) = entry {
+            self.close_index.insert((rt, level, at, key));
+        }
+        queue.close_entry = entry;
+    }
+
     /// The history of `key`, created if new, marked as just used. A new one that finds
     /// [`HISTORY_CAP`] histories kept first forgets the least recently used eighth of them.
     pub(super) fn history_mut(&mut self, key: QueueKey, now: Nanos) -> &mut History {
@@ -350,6 +377,7 @@ impl Cfq {
             queue.next = Some(survivor_key);
         }
         self.queued -= 1;
+        self.index_close(key);
     }
 }
 
@@ -402,6 +430,7 @@ impl Cfq {
         let queue = self.queue(key);
         let next = self.choose_req(queue, queue.next, Some(new_key), self.last_position);
         self.queue_mut(key).next = next;
+        self.index_close(key);
         self.merge_neighbour(key, new_key, limits);
         Ok(())
     }
@@ -420,10 +449,12 @@ impl Cfq {
             }
             requests.push(request);
         }
+        self.close_index.clear();
         for queue in self.queues.values_mut() {
             queue.fifo.clear();
             queue.next = None;
             queue.tree_key = None;
+            queue.close_entry = None;
             requests.extend(
                 std::mem::take(&mut queue.sort)
                     .into_values()

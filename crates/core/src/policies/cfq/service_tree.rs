@@ -95,6 +95,7 @@ impl Cfq {
         let queue = self.queue_mut(key);
         queue.tree_key = Some(tree_key);
         queue.tree = target;
+        self.index_close(key);
     }
 
     /// `cfq_del_cfqq_rr`: takes an empty queue off its tree. When no queue is left busy, the
@@ -106,6 +107,7 @@ impl Cfq {
             if queue.sync {
                 self.busy_sync_queues -= 1;
             }
+            self.index_close(key);
             if self.busy_queues() == 0 {
                 self.workload_expires = None;
             }
@@ -394,8 +396,50 @@ impl Cfq {
         if self.history.get(&key).is_some_and(|h| h.seeky()) {
             return None;
         }
-        // The busy queues are the ones on the service trees: only those are looked at, not
-        // every queue kept (with 1024 flows, most are idle or forgotten).
+        let (rt, level, position) = (current.class == RT, current.level, self.last_position);
+        let eligible = |other: QueueKey| {
+            other != key && !self.history.get(&other).is_some_and(|h| h.seeky())
+        };
+        // Outward from the head on each side, nearest first, until past the nearest found (at
+        // an equal distance, the least key, as on one side the keys come in reverse).
+        let (first, last) = (QueueKey::Sync(FlowId(0)), QueueKey::Async(usize::MAX, u8::MAX));
+        let mut best: Option<(u64, QueueKey)> = None;
+        let mut consider = |distance: u64, other: QueueKey| {
+            if best.is_some_and(|(nearest, _)| distance > nearest) {
+                return false;
+            }
+            if eligible(other) {
+                best = Some(best.map_or((distance, other), |b| b.min((distance, other))));
+            }
+            true
+        };
+        let below = (rt, level, position.saturating_sub(CLOSE_COOPERATOR), first)
+            ..=(rt, level, position, last);
+        for &(_, _, at, other) in self.close_index.range(below).rev() {
+            if !consider(position - at, other) {
+                break;
+            }
+        }
+        if let Some(above) = position.checked_add(1) {
+            let above =
+                (rt, level, above, first)..=(rt, level, position.saturating_add(CLOSE_COOPERATOR), last);
+            for &(_, _, at, other) in self.close_index.range(above) {
+                if !consider(at - position, other) {
+                    break;
+                }
+            }
+        }
+        let found = best.map(|(_, other)| other);
+        #[cfg(debug_assertions)]
+        assert_eq!(found, self.close_cooperator_by_scan(key), "the close index is stale");
+        found
+    }
+
+    /// [`Cfq::close_cooperator`] by looking at every busy queue: what the index must agree
+    /// with (checked in debug builds).
+    #[cfg(debug_assertions)]
+    fn close_cooperator_by_scan(&self, key: QueueKey) -> Option<QueueKey> {
+        let current = self.queue(key);
         self.trees
             .iter()
             .flat_map(|tree| tree.values())
@@ -483,6 +527,7 @@ impl Cfq {
         let queue = self.queue(key);
         let next = self.choose_req(queue, queue.next, Some(sort_key), self.last_position);
         self.queue_mut(key).next = next;
+        self.index_close(key);
         self.enqueued(key, &info, now);
     }
 

@@ -233,6 +233,7 @@ impl Cfq {
         let queue = self.queue_mut(key);
         queue.next = next;
         let entry = queue.remove(chosen);
+        self.index_close(key);
         if entry.request.sync && key != queue_key(&entry.request) {
             self.request_queue.insert(entry.request.id, key);
         }
