@@ -436,9 +436,9 @@ impl Hdd {
             .iter()
             .position(|queued| queued.slot == slot)
             .expect("command is queued");
-        self.queued.remove(position);
+        let target = self.queued.remove(position).target;
         let command = self.command(slot);
-        let (first, end, target) = (command.first, command.end, command.target);
+        let (first, end) = (command.first, command.end);
         let write = command.request.op == Op::Write;
         let active = command.limits.and_then(|limits| limits.active.map(|a| (a, limits)));
         let (done, to) = self.access(now as f64, self.head, first, end, write);
@@ -879,7 +879,6 @@ impl Hdd {
     pub(super) fn enqueue_media(&mut self, slot: u32, ready_at: Nanos) {
         let command = self.slots[slot as usize].as_mut().expect("slot in use");
         command.ready_at = ready_at;
-        command.target = self.geometry.locate(command.first);
         command.state = State::Media {
             segment: None,
             sequential: false,
@@ -891,7 +890,7 @@ impl Hdd {
             ready_at,
             accepted: command.accepted,
             bound: command.bound,
-            target: command.target,
+            target: self.geometry.locate(command.first),
         };
         self.queued.push(queued);
         self.counters.max_queued = self.counters.max_queued.max(self.queued.len() as u64);

@@ -112,15 +112,6 @@ pub const SECTOR_BYTES: u64 = 512;
 /// come from rounding event times to whole nanoseconds (1e-6 revolution is about 8 ns).
 pub const ROTATION_TOLERANCE: f64 = 1e-6;
 
-/// Placeholder target of commands that never go to the media (set for those that do).
-const UNPLACED: Location = Location {
-    zone: 0,
-    cylinder: 0,
-    head: 0,
-    sector: 0,
-    angle: 0.0,
-};
-
 /// Where the heads are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct HeadPosition {
@@ -218,8 +209,6 @@ struct Command {
     accepted: Nanos,
     /// When its overhead is done and it may use the mechanism (or the bus).
     ready_at: Nanos,
-    /// Where its first sector lies (media commands).
-    target: Location,
     state: State,
     /// Its duration limits (CDL), while it has them.
     limits: Option<Limits>,
@@ -584,7 +573,6 @@ impl Device for Hdd {
             end,
             accepted: now,
             ready_at: now,
-            target: UNPLACED,
             state: State::Completing,
             limits,
             aborted: false,
