@@ -1,14 +1,15 @@
 //! The fair-queuing layer at scale: cost per request with 10 to 10 000 backlogged leaves.
 //!
 //! One request is modelled as what the layer sees of its life: its insertion (the leaf becomes
-//! active if it was not), its dispatch (`select_next`) and its completion (`charge`). Two
-//! workloads:
+//! active if it was not), its dispatch (`select_next`) and its completion (`charge`, or
+//! `expire` when it ends the leaf's turn). Two workloads:
 //!
 //! - `backlogged`: every leaf always has requests queued, so an insertion finds its leaf
 //!   active and costs the layer nothing: select + charge.
 //! - `churn`: every leaf has one request at a time and issues the next as soon as the last
-//!   completes (a synchronous reader at queue depth 1): select + charge + deactivate (the leaf
-//!   runs empty and goes to the idle tree) + activate (its next request arrives).
+//!   completes (a synchronous reader at queue depth 1): select + expire with no next budget
+//!   (charged, the leaf runs empty and goes to the idle tree, as BFQ expires an emptied queue)
+//!   + activate (its next request arrives).
 //!
 //! Each in two layouts: `flat`, every leaf under the root; `2-level`, the leaves spread over
 //! ceil(sqrt(n)) groups under the root. Request sizes vary from 4 to 32 KiB (charged in bytes).
@@ -122,11 +123,14 @@ impl Bench {
         self.now += 10_000;
         let leaf = self.fq.select_next(self.now).unwrap();
         let size = self.size();
-        self.fq.charge(leaf, size).unwrap();
         if self.workload == Workload::Churn {
-            self.fq.deactivate(leaf).unwrap();
+            // Its turn ends with nothing queued (BFQ's expiry of an emptied queue), then its
+            // next request arrives.
+            self.fq.expire(leaf, size, None).unwrap();
             let next = self.size();
             self.fq.activate(leaf, next).unwrap();
+        } else {
+            self.fq.charge(leaf, size).unwrap();
         }
     }
 }

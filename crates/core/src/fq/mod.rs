@@ -151,6 +151,7 @@
 //! | the eligible heap's top | `bfq_first_active_entity` |
 //! | `V` jump to the smallest start | `bfq_calc_vtime_jump`, `bfq_update_vtime` |
 //! | [`FairQueue::charge`] | `bfq_bfqq_served` (`V += s / wsum` per level) and the start update of `__bfq_requeue_entity` |
+//! | [`FairQueue::expire`] | `__bfq_bfqq_expire`: the charge, then `bfq_requeue_bfqq` or `bfq_del_bfqq_busy` |
 //! | the idle heap, forgetting | `bfq_idle_insert`, `bfq_idle_extract`, `bfq_forget_idle`, `bfq_forget_entity` |
 //! | IDLE after the timeout | the `bfq_class_idle_last_service` test in `bfq_lookup_next_entity` |
 //! | [`FairQueue::set_weight`], [`FairQueue::set_class`] | `__bfq_entity_update_weight_prio` (applied at once here) |
@@ -176,6 +177,10 @@
 //! 3. The leaf was served: [`FairQueue::charge`] with the service it received (per request or
 //!    once per turn, as the policy likes). The leaf stays active with its budget.
 //! 4. The leaf has no more work: [`FairQueue::deactivate`]; it goes to the idle tree.
+//!
+//! A policy that charges a leaf at the end of its turn and then gives it a new budget or
+//! takes it out of the race (BFQ's expiry) calls [`FairQueue::expire`], which does both with
+//! one update of the leaf's place.
 //!
 //! ```
 //! use iosched_core::fq::{FairQueue, FqGroupId};
@@ -502,7 +507,64 @@ impl FairQueue {
     /// time grows by `service / wsum`. Active entities keep their budget; an idle or forgotten
     /// one has the service added to its remembered finish (see the module documentation).
     pub fn charge(&mut self, leaf: LeafId, service: u64) -> Result<(), FqError> {
-        let mut slot = self.leaf_slot(leaf)?;
+        let slot = self.leaf_slot(leaf)?;
+        self.charge_from(slot, service);
+        Ok(())
+    }
+
+    /// `leaf`'s turn ends (BFQ's `__bfq_bfqq_expire`): it received `service`, as
+    /// [`FairQueue::charge`], and then either stays in the race with `next` as its budget, as
+    /// [`FairQueue::set_budget`] (`bfq_requeue_bfqq`), or, with `None`, has no more work, as
+    /// [`FairQueue::deactivate`] (`bfq_del_bfqq_busy`). The same as those two calls, with one
+    /// update of the leaf's place in its tree instead of two: a leaf that leaves is not first
+    /// put back in order.
+    pub fn expire(&mut self, leaf: LeafId, service: u64, next: Option<u64>) -> Result<(), FqError> {
+        let slot = self.leaf_slot(leaf)?;
+        let entity = &self.ents[slot as usize];
+        let parent = entity.parent;
+        if !entity.place.active() {
+            self.charge_from(slot, service);
+            if let Some(budget) = next {
+                self.ents[slot as usize].set_budget(budget);
+            }
+            return Ok(());
+        }
+        let (group, class) = self.tree_of(slot);
+        let tree = &mut self.groups[group].trees[class];
+        let ents = &mut self.ents[..];
+        let pos = &mut self.pos[..];
+        let entity = &mut ents[slot as usize];
+        entity.start = sat(entity.start + delta(service, entity.per_weight));
+        tree.advance(service);
+        match next {
+            Some(budget) => {
+                entity.set_budget(budget);
+                entity.finish = sat(entity.start + entity.span);
+                tree.requeue(slot, ents, pos);
+            }
+            None => {
+                // Out first, then the tree settles: as `charge` settling with the leaf in its
+                // place and `deactivate` taking it out, since the leaf, active, is neither
+                // pending nor idle when the tree settles.
+                self.leave(slot);
+                let tree = &mut self.groups[group].trees[class];
+                tree.settle(&mut self.ents, &mut self.pos);
+            }
+        }
+        if parent != ROOT_SLOT {
+            // The ancestors' budgets are those of the children they would serve next, the
+            // leaf's new budget or its absence included: no further propagation for a leaf
+            // that stays; one that left may leave its groups without active children.
+            self.charge_from(parent, service);
+            if next.is_none() {
+                self.propagate(parent);
+            }
+        }
+        Ok(())
+    }
+
+    /// Charges `service` to the entity in `slot` and its ancestors (see [`FairQueue::charge`]).
+    fn charge_from(&mut self, mut slot: u32, service: u64) {
         let ents = &mut self.ents[..];
         let pos = &mut self.pos[..];
         loop {
@@ -529,7 +591,7 @@ impl FairQueue {
                     tree.advance(service);
                     tree.requeue(slot, ents, pos);
                     if parent == ROOT_SLOT {
-                        return Ok(());
+                        return;
                     }
                     slot = parent;
                     continue;
@@ -549,7 +611,7 @@ impl FairQueue {
             tree.advance(service);
             tree.settle(ents, pos);
             if parent == ROOT_SLOT {
-                return Ok(());
+                return;
             }
             slot = parent;
         }

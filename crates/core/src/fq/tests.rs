@@ -52,6 +52,15 @@ enum Op {
         service: u64,
     },
     Charge(usize, u64),
+    /// A selection whose leaf's turn ends: [`FairQueue::expire`] with its next budget, or
+    /// none (it has no more work).
+    ServeExpire {
+        after: u64,
+        service: u64,
+        next: Option<u64>,
+    },
+    /// [`FairQueue::expire`] of any leaf, active or not.
+    Expire(usize, u64, Option<u64>),
     SetWeight {
         pick: usize,
         group: bool,
@@ -101,6 +110,10 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         12 => (0u64..=60_000_000, service_strategy())
             .prop_map(|(after, service)| Op::Serve { after, service }),
         2 => (pick, service_strategy()).prop_map(|(p, s)| Op::Charge(p, s)),
+        6 => (0u64..=60_000_000, service_strategy(), proptest::option::of(service_strategy()))
+            .prop_map(|(after, service, next)| Op::ServeExpire { after, service, next }),
+        1 => (pick, service_strategy(), proptest::option::of(service_strategy()))
+            .prop_map(|(p, s, next)| Op::Expire(p, s, next)),
         2 => (pick, any::<bool>(), weight_strategy())
             .prop_map(|(pick, group, weight)| Op::SetWeight { pick, group, weight }),
         1 => (pick, any::<bool>(), class_strategy())
@@ -206,17 +219,7 @@ impl Pair {
                 }
             }
             Op::Serve { after, service } => {
-                self.now += after;
-                let real = self.fq.select_next(self.now);
-                let expected = self.model.select(self.now);
-                assert_eq!(
-                    real.map(LeafId::index),
-                    expected,
-                    "selection at {}",
-                    self.now
-                );
-                if let Some(leaf) = real {
-                    self.selections += 1;
+                if let Some(leaf) = self.select(after) {
                     self.fq.charge(leaf, service).unwrap();
                     self.model.charge(leaf.index(), service);
                 }
@@ -225,6 +228,20 @@ impl Pair {
                 if let Some(leaf) = self.leaf(pick) {
                     self.fq.charge(leaf, service).unwrap();
                     self.model.charge(leaf.index(), service);
+                }
+            }
+            Op::ServeExpire {
+                after,
+                service,
+                next,
+            } => {
+                if let Some(leaf) = self.select(after) {
+                    self.expire(leaf, service, next);
+                }
+            }
+            Op::Expire(pick, service, next) => {
+                if let Some(leaf) = self.leaf(pick) {
+                    self.expire(leaf, service, next);
                 }
             }
             Op::SetWeight {
@@ -273,6 +290,32 @@ impl Pair {
             }
         }
         self.compare_state(op);
+    }
+
+    /// Selects `after` the last selection, on both sides, which must agree.
+    fn select(&mut self, after: u64) -> Option<LeafId> {
+        self.now += after;
+        let real = self.fq.select_next(self.now);
+        let expected = self.model.select(self.now);
+        assert_eq!(
+            real.map(LeafId::index),
+            expected,
+            "selection at {}",
+            self.now
+        );
+        self.selections += usize::from(real.is_some());
+        real
+    }
+
+    /// `expire` on the real structure; on the model, what it stands for: a charge, then a new
+    /// budget or a deactivation.
+    fn expire(&mut self, leaf: LeafId, service: u64, next: Option<u64>) {
+        self.fq.expire(leaf, service, next).unwrap();
+        self.model.charge(leaf.index(), service);
+        match next {
+            Some(budget) => self.model.set_budget(leaf.index(), budget),
+            None => self.model.deactivate(leaf.index()),
+        }
     }
 
     /// Tags of every entity, virtual times and weight sums of every tree, heap invariants.
@@ -425,6 +468,11 @@ fn model_agrees_on_long_seeded_runs() {
                 0..=5 => Op::Activate(pick, rng.range(1, 131_072)),
                 6..=7 => Op::Deactivate(pick),
                 8 => Op::Charge(pick, rng.range(0, 65_536)),
+                13..=14 => Op::ServeExpire {
+                    after: rng.range(0, 5_000_000),
+                    service: rng.range(1, 131_072),
+                    next: (rng.below(2) == 0).then(|| rng.range(1, 131_072)),
+                },
                 9 => Op::SetWeight {
                     pick,
                     group: rng.below(2) == 0,

@@ -958,9 +958,10 @@ impl Bfq {
             request.len * ASYNC_CHARGE_FACTOR
         };
         let (leaf, empty) = (queue.leaf, queue.sort.is_empty());
-        self.fq.charge(leaf, charge.max(1)).expect("live leaf");
         if empty {
-            self.fq.deactivate(leaf).expect("live leaf");
+            self.fq.expire(leaf, charge.max(1), None).expect("live leaf");
+        } else {
+            self.fq.charge(leaf, charge.max(1)).expect("live leaf");
         }
         Some(request)
     }
@@ -1416,7 +1417,6 @@ impl Bfq {
             Expiration::Preempted => queue.budget,
         };
         let (leaf, queued, budget) = (queue.leaf, queue.queued(), queue.budget);
-        self.fq.charge(leaf, charge.max(1)).expect("live leaf");
         // bfq_bfqq_expire: a queue left with nothing queued may be isochronous; when it may
         // next count as soft real-time is known now if nothing is in flight, else at its last
         // completion (not while interactive raising runs: a long load would push it far off).
@@ -1444,19 +1444,20 @@ impl Bfq {
         // `dispatched > 0` instead of `bfq_del_bfqq_busy`): its class keeps the lower classes
         // out, and the IDLE class gets the disk only after BFQ_CL_IDLE_TIMEOUT.
         let in_the_drive = queue.sync && queue.in_flight > 0 && self.better_to_idle(key);
-        if queued > 0 || expected || in_the_drive {
+        // Charged, then requeued with its next budget or out of the race (the fair queue's
+        // expiry; `better_to_idle` above reads only the leaf's class, which a charge leaves).
+        let next_budget = (queued > 0 || expected || in_the_drive).then(|| {
             let next = self.queues[&key]
                 .sort
                 .values()
                 .map(|e| e.request.len)
                 .max()
                 .unwrap_or(0);
-            self.fq
-                .set_budget(leaf, budget.max(next))
-                .expect("live leaf");
-        } else {
-            self.fq.deactivate(leaf).expect("live leaf");
-        }
+            budget.max(next)
+        });
+        self.fq
+            .expire(leaf, charge.max(1), next_budget)
+            .expect("live leaf");
     }
 
     fn take(&mut self, key: Qid, sort_key: (u64, RequestId), now: Nanos) -> Request {

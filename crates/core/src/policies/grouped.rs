@@ -292,12 +292,9 @@ impl Grouped {
         let busy = queue.queued > 0
             || queue.in_flight > 0
             || (self.group_idle > 0 && now.saturating_sub(queue.last_completion) < self.group_idle);
-        self.fq.charge(leaf, service).expect("live leaf");
-        if busy {
-            self.fq.set_budget(leaf, budget).expect("live leaf");
-        } else {
-            self.fq.deactivate(leaf).expect("live leaf");
-        }
+        self.fq
+            .expire(leaf, service, busy.then_some(budget))
+            .expect("live leaf");
     }
 
     /// Takes `group`'s queued count from its policy: a policy may fold queued requests
