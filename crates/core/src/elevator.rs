@@ -590,7 +590,7 @@ impl Elevator {
 /// under bfq, a pass over one queue of 4000 waiters was the engine's main cost). The heads
 /// are kept per direction, so that once a direction is full its lanes are not visited at all
 /// (with `request_lists` and 1024 readers, a pass used to step over every reader's lane after
-/// the reads' list filled). A pass takes the heads it visits out in order ([`Heads`]) and puts
+/// the reads' list filled). A pass takes the heads it visits out in order (`Heads`) and puts
 /// back those that stay, which are then the earliest.
 #[derive(Debug, Default)]
 pub struct Waiters {
