@@ -69,42 +69,38 @@ pub enum Timer {
 }
 
 /// One job's state in its life.
+///
+/// Laid out in declaration order (`repr(C)`), what each I/O's path reads first: with 1024
+/// jobs a job's state has left the cache by its next I/O, and the fields read on that path,
+/// spread by the compiler's layout over the struct's 5 KiB, were a cache miss each. The
+/// counters, limits and times come first, a few cache lines together; the searches, traces
+/// and zones that few jobs have are boxed, so that the test for them reads those lines too;
+/// the spec and the results, large, come last.
+#[repr(C)]
 pub struct JobState {
-    /// The job as the job file describes it (its priority as its group sets it).
-    pub spec: JobSpec,
     /// Which of the spec's options each I/O's path must look at.
     uses: Uses,
     /// Where it is.
     pub phase: Phase,
-    /// Most I/Os in flight: `iodepth` for an asynchronous engine, else 1.
-    pub depth: u32,
-    /// Draws its I/O.
-    pub generator: Generator,
-    /// The next I/O, drawn but held back by a rate limit.
-    staged: Option<NextIo>,
-    /// I/Os (and flushes) issued and not completed.
-    pub in_flight: u32,
-    /// When it is to start, once known.
-    pub start_at: Option<Nanos>,
     /// Its start came while a job it waits for (`wait_for`) was still running: it starts
     /// when the last of them finishes.
     pub waiting: bool,
-    /// Another job waits for this one's name (`wait_for`), so its end may start that one
-    /// (set by [`start_all`]; until then, assumed).
-    waited_on: bool,
-    /// The first job after it with `stonewall`, the next phase's first (set by
-    /// [`start_all`]; until then, looked for).
-    next_wall: NextWall,
     /// Another job's `exitall`, or steady state, ended it (fio's `td->terminate`): it does
     /// not go on to the verify read-back (fio's `do_verify` loops `while (!td->terminate)`).
     pub terminated: bool,
-    /// Steady-state detection (`steadystate`): the tracker, kept by the first job of the
-    /// unit judged (the job, or its group under `group_reporting`), and the I/Os and bytes
-    /// this job had completed at the last sample.
-    pub steady: Option<SteadyTracker>,
-    steady_counted: (u64, u64),
-    /// When it started.
-    pub started_at: Nanos,
+    /// Waiting for every I/O in flight to complete before thinking (fio's `io_u_quiesce`).
+    quiescing: bool,
+    /// Held back by `flow` until another job of its flow issues.
+    flow_blocked: bool,
+    end_fsync_issued: bool,
+    /// Most I/Os in flight: `iodepth` for an asynchronous engine, else 1.
+    pub depth: u32,
+    /// I/Os (and flushes) issued and not completed.
+    pub in_flight: u32,
+    writes_since_flush: u32,
+    writes_since_range: u32,
+    /// Its I/O priority (the spec's, which its group sets), for its I/Os without `cmdprio`.
+    prio: IoPrio,
     /// When its ramp ends and counting begins.
     pub measure_start: Nanos,
     /// When its runtime ends, if it has one.
@@ -118,48 +114,62 @@ pub struct JobState {
     /// Bytes and I/Os completed per direction (fio's `this_io_bytes`, `this_io_blocks`).
     done_bytes: [u64; 3],
     done_ios: [u64; 3],
-    /// The last `rate_min` sample per direction: when, bytes and I/Os done then (fio's
-    /// `lastrate`, `rate_bytes`, `rate_blocks`).
-    min_rate_mark: [Option<(Nanos, u64, u64)>; 3],
-    /// I/Os issued under `flow` (fio's `td->flow_counter`).
-    pub flow_issued: u64,
-    /// Held back by `flow` until another job of its flow issues.
-    flow_blocked: bool,
-    /// The `latency_target` search, if the job has one.
-    latency: Option<LatencySearch>,
     rate_bytes: [u64; 3],
     rate_ios: [u64; 3],
+    /// I/Os issued under `flow` (fio's `td->flow_counter`).
+    pub flow_issued: u64,
     /// The wake asked for, if any.
     pub wake_at: Option<Nanos>,
-    /// Waiting for every I/O in flight to complete before thinking (fio's `io_u_quiesce`).
-    quiescing: bool,
-    /// How long to pause once quiesced: `thinktime`, `flow_sleep`, or 0 (a depth change).
-    pause_after_quiesce: Nanos,
     /// Thinking until then.
     pub thinking_until: Option<Nanos>,
-    writes_since_flush: u32,
-    writes_since_range: u32,
-    end_fsync_issued: bool,
+    /// How long to pause once quiesced: `thinktime`, `flow_sleep`, or 0 (a depth change).
+    pause_after_quiesce: Nanos,
+    /// When the job last issued an I/O or sync, and when one last completed.
+    last_issue: Nanos,
+    last_completion: Nanos,
+    /// The next I/O, drawn but held back by a rate limit.
+    staged: Option<NextIo>,
+    /// The replayed sync drawn and waiting for its time (the job's file index).
+    staged_sync: Option<usize>,
+    /// When the staged replayed I/O or sync may go.
+    replay_not_before: Nanos,
+    /// The `latency_target` search, if the job has one.
+    latency: Option<Box<LatencySearch>>,
+    /// Its zones under `zonemode=zbd` (set by the engine after [`JobState::new`]).
+    pub zbd: Option<Box<JobZbd>>,
+    /// The trace it replays instead of drawing I/O (`read_iolog`; set by the engine after
+    /// [`JobState::new`], once it knows where the job's files lie).
+    pub replay: Option<Box<Replay>>,
+    /// When it started.
+    pub started_at: Nanos,
+    /// When it is to start, once known.
+    pub start_at: Option<Nanos>,
     /// Draws which I/Os take the `cmdprio` priority (fio's `prio_state`).
     cmdprio_rng: Rng,
     /// `rate_process=poisson`: when each direction's next I/O may go, since the start (fio's
     /// `last_usec`), and the gaps' draws (`poisson_state`).
     poisson_next: [Nanos; 3],
     poisson_rng: Rng,
-    /// Its zones under `zonemode=zbd` (set by the engine after [`JobState::new`]).
-    pub zbd: Option<JobZbd>,
-    /// The trace it replays instead of drawing I/O (`read_iolog`; set by the engine after
-    /// [`JobState::new`], once it knows where the job's files lie).
-    pub replay: Option<Replay>,
-    /// The replayed sync drawn and waiting for its time (the job's file index).
-    staged_sync: Option<usize>,
-    /// When the staged replayed I/O or sync may go.
-    replay_not_before: Nanos,
-    /// When the job last issued an I/O or sync, and when one last completed.
-    last_issue: Nanos,
-    last_completion: Nanos,
+    /// The last `rate_min` sample per direction: when, bytes and I/Os done then (fio's
+    /// `lastrate`, `rate_bytes`, `rate_blocks`).
+    min_rate_mark: [Option<(Nanos, u64, u64)>; 3],
+    /// Steady-state detection (`steadystate`): the tracker, kept by the first job of the
+    /// unit judged (the job, or its group under `group_reporting`), and the I/Os and bytes
+    /// this job had completed at the last sample.
+    pub steady: Option<SteadyTracker>,
+    steady_counted: (u64, u64),
+    /// The first job after it with `stonewall`, the next phase's first (set by
+    /// [`start_all`]; until then, looked for).
+    next_wall: NextWall,
+    /// Another job waits for this one's name (`wait_for`), so its end may start that one
+    /// (set by [`start_all`]; until then, assumed).
+    waited_on: bool,
+    /// Draws its I/O.
+    pub generator: Generator,
     /// What it measured.
     pub result: JobResult,
+    /// The job as the job file describes it (its priority as its group sets it).
+    pub spec: JobSpec,
 }
 
 /// Which of a job's options the path of each of its I/Os must look at, worked out once from
@@ -186,6 +196,8 @@ struct Uses {
     sync_file_range: bool,
     /// `steadystate`.
     steadystate: bool,
+    /// `cmdprio_percentage` or `cmdprio_bssplit` in some direction.
+    cmdprio: bool,
 }
 
 impl Uses {
@@ -204,6 +216,7 @@ impl Uses {
             fsync_every: spec.fsync_every > 0,
             sync_file_range: spec.sync_file_range.is_some(),
             steadystate: spec.steadystate.is_some(),
+            cmdprio: spec.cmdprio.iter().any(Option::is_some),
         }
     }
 }
@@ -237,12 +250,13 @@ impl JobState {
         };
         let latency = spec
             .latency_target
-            .map(|target| LatencySearch::new(target, full_depth));
+            .map(|target| Box::new(LatencySearch::new(target, full_depth)));
         // fio's lat_target_init: the search starts at depth 1.
         let depth = if latency.is_some() { 1 } else { full_depth };
         let result = JobResult::for_job(&spec, index as u32 + 1);
         JobState {
             uses: Uses::of(&spec),
+            prio: spec.prio,
             spec,
             phase: Phase::Pending,
             depth,
@@ -295,6 +309,9 @@ impl JobState {
     /// `cmdprio_percentage` or `cmdprio_bssplit` give, theirs (cmdprio.c: one
     /// `rand_between(0, 99)` per I/O whose size has shares).
     fn io_prio(&mut self, dir: DataDir, bytes: u64) -> IoPrio {
+        if !self.uses.cmdprio {
+            return self.prio;
+        }
         let cmdprio = match dir {
             DataDir::Read => self.spec.cmdprio[0].as_ref(),
             DataDir::Write => self.spec.cmdprio[1].as_ref(),
@@ -303,8 +320,8 @@ impl JobState {
         match cmdprio {
             Some(cmdprio) if cmdprio.applies_to(bytes) => cmdprio
                 .pick(bytes, self.cmdprio_rng.below(100))
-                .unwrap_or(self.spec.prio),
-            _ => self.spec.prio,
+                .unwrap_or(self.prio),
+            _ => self.prio,
         }
     }
 
@@ -533,7 +550,7 @@ impl JobState {
                     .map_or(0.0, |limit| self.ios_issued as f64 / limit.max(1) as f64);
                 let by_trace = self
                     .replay
-                    .as_ref()
+                    .as_deref()
                     .and_then(Replay::done_fraction)
                     .unwrap_or(0.0);
                 by_time.max(by_bytes).max(by_count).max(by_trace).min(1.0)
@@ -1229,7 +1246,11 @@ fn flow_allows(jobs: &[JobState], index: usize) -> bool {
 /// jobs of its flow that were held back go on as far as the flow now allows.
 pub fn pump<E: Engine + ?Sized>(engine: &mut E, index: usize, now: Nanos) {
     pump_one(engine, index, now);
-    let Some(flow) = engine.jobs()[index].spec.flow else {
+    let job = &engine.jobs()[index];
+    if !job.uses.flow {
+        return;
+    }
+    let Some(flow) = job.spec.flow else {
         return;
     };
     loop {

@@ -292,22 +292,26 @@ impl Latency {
 /// IOPS samples (one per `bw_avg_time` window that moved bytes) kept as running statistics, as
 /// fio's `add_stat_sample` keeps them, and a chart of bytes and I/Os per window that holds at
 /// most [`TIME_SERIES_WINDOWS_MAX`] windows, each twice as long when the run outgrows them.
+///
+/// Laid out in declaration order (`repr(C)`), what recording an I/O reads first (see
+/// [`DirStats`]); with many jobs, nearly every completion of a job closes a window.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct TimeSeries {
     /// fio's averaging window for the rate samples (`bw_avg_time`, `iops_avg_time`).
     pub interval: Nanos,
     /// The sample window still open: its index, bytes and I/Os.
     open: Option<(u64, u64, u64)>,
-    /// Bandwidth samples of closed windows, KiB/s truncated to integers as fio's are.
-    bandwidth_kib: Moments,
-    /// IOPS samples of closed windows, truncated likewise.
-    iops: Moments,
     /// The chart's window is `interval << shift`.
     shift: u32,
     /// What completed in each chart window that had completions, by window, in order; the
     /// windows without any are not kept (a job among 1024 on a disk completes an I/O every
     /// few windows, and filling the gaps was most of its chart's cost and memory).
     chart: Vec<(u32, Window)>,
+    /// Bandwidth samples of closed windows, KiB/s truncated to integers as fio's are.
+    bandwidth_kib: Moments,
+    /// IOPS samples of closed windows, truncated likewise.
+    iops: Moments,
 }
 
 /// One window of a [`TimeSeries`] chart.
@@ -578,12 +582,30 @@ pub fn latency_bucket(nanos: u64) -> usize {
 }
 
 /// Everything measured for one data direction of one job.
+///
+/// Laid out in declaration order (`repr(C)`), what recording an I/O reads first: with 1024
+/// jobs a job's statistics have left the cache by its next completion, and each cache line
+/// the recording touches is a miss.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct DirStats {
     /// Bytes completed.
     pub io_bytes: u64,
     /// I/Os completed.
     pub total_ios: u64,
+    /// Whether no I/O had a submission latency (a sync engine's): total latency is then the
+    /// completion latency, and `lat` is left empty rather than kept twice.
+    lat_is_clat: bool,
+    /// The priority of every I/O so far while there was only one, whose completion latency is
+    /// then `clat`.
+    only_prio: Option<IoPrio>,
+    /// Completion latency by I/O priority once two priorities were seen;
+    /// [`DirStats::prio_clat`] gives it.
+    prio_clat: Vec<(IoPrio, Latency)>,
+    /// Completion latency: from submission until completion.
+    pub clat: Latency,
+    /// Completions over time.
+    pub series: TimeSeries,
     /// I/Os that transferred less than asked.
     pub short_ios: u64,
     /// I/Os dropped.
@@ -596,25 +618,12 @@ pub struct DirStats {
     /// Submission latency: from the I/O's creation until the scheduler took it. Only async
     /// engines report it, as fio does; for sync engines that wait is part of `clat`.
     pub slat: Latency,
-    /// Completion latency: from submission until completion.
-    pub clat: Latency,
     /// Total latency, from creation until completion, while any I/O had a submission
     /// latency; [`DirStats::lat`] gives it.
     lat: Latency,
-    /// Whether no I/O had a submission latency (a sync engine's): total latency is then the
-    /// completion latency, and `lat` is left empty rather than kept twice.
-    lat_is_clat: bool,
-    /// Completion latency by I/O priority once two priorities were seen;
-    /// [`DirStats::prio_clat`] gives it.
-    prio_clat: Vec<(IoPrio, Latency)>,
-    /// The priority of every I/O so far while there was only one, whose completion latency is
-    /// then `clat`.
-    only_prio: Option<IoPrio>,
     /// I/Os by fio's latency bucket of their completion latency ([`latency_bucket`]), counted
     /// exactly as fio counts them.
     pub clat_buckets: [u64; LATENCY_BUCKETS],
-    /// Completions over time.
-    pub series: TimeSeries,
 }
 
 impl DirStats {
@@ -832,8 +841,27 @@ impl LogRequest {
 }
 
 /// Results of one job clone.
+///
+/// Laid out in declaration order (`repr(C)`), what each I/O's issue and completion read
+/// first (see [`DirStats`]).
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct JobResult {
+    /// The log files being written, when the engine was asked to write them
+    /// ([`JobResult::open_logs`]); `None` otherwise.
+    pub log: Option<crate::output::logs::LogStream>,
+    /// The job's `write_iolog`, when the engine was asked to write logs and the job named one.
+    pub iolog: Option<crate::trace::IologStream>,
+    /// When measurement started, on the engine's clock.
+    pub measure_start: Nanos,
+    /// Time the device spent on this job's measured I/O: each request's dispatch to
+    /// completion, shared by bytes among the I/Os merged into it. On a device that serves one
+    /// command at a time this is the job's disk time, the share seed 003's controllers divide.
+    pub device_time: Nanos,
+    /// Samples of I/Os in flight at each submission, by [`iodepth_bucket`].
+    pub iodepth_levels: [u64; IODEPTH_LEVELS],
+    /// Read, write and trim statistics.
+    pub dirs: [DirStats; 3],
     /// Job name.
     pub name: String,
     /// Reporting group.
@@ -848,16 +876,10 @@ pub struct JobResult {
     pub options: Vec<(String, String)>,
     /// Percentiles to report.
     pub percentile_list: Vec<f64>,
-    /// Read, write and trim statistics.
-    pub dirs: [DirStats; 3],
     /// Flush (fsync) latency.
     pub sync: Latency,
     /// Measured run time (after `ramp_time`).
     pub runtime: Nanos,
-    /// When measurement started, on the engine's clock.
-    pub measure_start: Nanos,
-    /// Samples of I/Os in flight at each submission, by [`iodepth_bucket`].
-    pub iodepth_levels: [u64; IODEPTH_LEVELS],
     /// Non-zero if the job failed (fio's `error`).
     pub error: i32,
     /// Why, when the driver ended the job (fio's message on stderr, e.g. `rate_min` not met).
@@ -874,15 +896,6 @@ pub struct JobResult {
     pub steadystate: Option<crate::steady::SteadyTracker>,
     /// Log files asked for.
     pub logs: LogRequest,
-    /// The log files being written, when the engine was asked to write them
-    /// ([`JobResult::open_logs`]); `None` otherwise.
-    pub log: Option<crate::output::logs::LogStream>,
-    /// The job's `write_iolog`, when the engine was asked to write logs and the job named one.
-    pub iolog: Option<crate::trace::IologStream>,
-    /// Time the device spent on this job's measured I/O: each request's dispatch to
-    /// completion, shared by bytes among the I/Os merged into it. On a device that serves one
-    /// command at a time this is the job's disk time, the share seed 003's controllers divide.
-    pub device_time: Nanos,
 }
 
 impl JobResult {

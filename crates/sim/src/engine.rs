@@ -360,9 +360,24 @@ struct CacheRead {
 }
 
 /// What the simulator keeps of a job besides its life ([`JobState`]).
+///
+/// The options each I/O's path reads are copied here from the job's spec (`null_engine`,
+/// `direct`, `sync_writes`, `dontneed_every`, and whether any file is a null device): with
+/// 1024 jobs a job's state has left the cache by its next I/O, and each of those fields read
+/// in the spec, over its many cache lines, was a miss of its own.
 struct SimJob {
     flow: FlowId,
     group: GroupId,
+    /// `ioengine=null`: no I/O reaches the device.
+    null_engine: bool,
+    /// `direct`: I/O bypasses the page cache.
+    direct: bool,
+    /// `sync` (O_SYNC writes).
+    sync_writes: bool,
+    /// Some file is `/dev/null` or `/dev/zero` ([`SimJob::null_files`]).
+    any_null_file: bool,
+    /// `fadvise_hint` advice every so many bytes (`dontneed_every`).
+    dontneed_every: Option<u64>,
     /// Its files' places on the device.
     regions: Vec<Region>,
     /// Bytes issued since its last `dontneed_every` advice.
@@ -377,8 +392,9 @@ struct SimJob {
     /// engine).
     last_write_file: usize,
     written: Vec<Option<(u64, u64)>>,
-    /// fio's `verify`, when the job asked for it.
-    verify: Option<verify::JobVerify>,
+    /// fio's `verify`, when the job asked for it (boxed: most jobs do not, and the state
+    /// every I/O reads stays in two cache lines).
+    verify: Option<Box<verify::JobVerify>>,
     /// Per file: whether it is `/dev/null` or `/dev/zero`, whose I/O is a system call that
     /// touches no device (fio's steadystate.fio writes to one and reads the other).
     null_files: Vec<bool>,
@@ -915,7 +931,7 @@ impl Simulation {
         let region_bytes: u64 = regions.iter().map(|r| r.len).sum();
         let generator = Generator::new(spec, regions, Rng::new(stream_seed));
         let mut state = JobState::new(spec.clone(), index, seed, generator, region_bytes);
-        state.zbd = zbd;
+        state.zbd = zbd.map(Box::new);
         if let Some(replay) = &spec.replay {
             let files = spec
                 .filenames
@@ -923,33 +939,39 @@ impl Simulation {
                 .zip(&layout.job_extents[index])
                 .map(|(name, extent)| (name.clone(), extent.start, extent.len))
                 .collect();
-            state.replay = Some(
+            state.replay = Some(Box::new(
                 trace::Replay::open(replay, files)
                     .map_err(|error| SimError::job(spec, &format!("read_iolog: {error}")))?,
-            );
+            ));
         }
+        let null_files: Vec<bool> = spec
+            .filenames
+            .iter()
+            .map(|name| matches!(name.as_str(), "/dev/null" | "/dev/zero"))
+            .collect();
         Ok((
             state,
             SimJob {
                 flow: FlowId(index as u32),
                 group,
+                null_engine: spec.engine.is_null(),
+                direct: spec.direct,
+                sync_writes: spec.sync_writes,
+                any_null_file: null_files.contains(&true),
+                dontneed_every: spec.dontneed_every,
                 regions: regions.to_vec(),
                 since_dontneed: 0,
                 loop_bytes: region_bytes,
                 since_open: 0,
                 last_write_file: 0,
                 written: vec![None; regions.len()],
-                null_files: spec
-                    .filenames
-                    .iter()
-                    .map(|name| matches!(name.as_str(), "/dev/null" | "/dev/zero"))
-                    .collect(),
+                null_files,
                 verify: spec.verify.as_ref().map(|verify| {
-                    verify::JobVerify::new(
+                    Box::new(verify::JobVerify::new(
                         &verify.method,
                         verify.do_verify && spec.writes(),
                         derive_seed(stream_seed, VERIFY_STREAM),
-                    )
+                    ))
                 }),
             },
         ))
@@ -1222,11 +1244,12 @@ impl Simulation {
                 state.in_flight.insert((io.offset, self.now), seed);
             }
         }
-        if self.jobs[index].spec.engine.is_null() {
+        let own = &self.own[index];
+        if own.null_engine {
             self.complete_null(Issued::io(index, &io, prio, self.now), NULL_IO_NS);
             return;
         }
-        if self.own[index].null_files.get(io.file) == Some(&true) {
+        if own.any_null_file && own.null_files.get(io.file) == Some(&true) {
             let cost = dev_null_cost(io.dir, io.len);
             self.complete_null(Issued::io(index, &io, prio, self.now), cost);
             return;
@@ -1240,7 +1263,7 @@ impl Simulation {
         if io.dir == DataDir::Write && io.len > 0 {
             self.own[index].wrote(io.offset, io.len);
         }
-        if let Some(every) = self.jobs[index].spec.dontneed_every {
+        if let Some(every) = self.own[index].dontneed_every {
             let own = &mut self.own[index];
             own.since_dontneed += io.len;
             if own.since_dontneed >= every {
@@ -1257,8 +1280,9 @@ impl Simulation {
 
     /// Submits `io` of job `index` (its `dontneed_every` advice, if due, is given).
     fn submit_io_now(&mut self, index: usize, io: NextIo, prio: IoPrio) {
-        let run = &self.jobs[index];
-        if io.dir == DataDir::Read && !run.spec.direct {
+        let own = &self.own[index];
+        let (direct, sync_writes) = (own.direct, own.sync_writes);
+        if io.dir == DataDir::Read && !direct {
             self.buffered_read(index, io, prio);
             return;
         }
@@ -1271,8 +1295,7 @@ impl Simulation {
             // so do buffered writes when they bypass the cache (writeback=0).
             self.direct_write_over(io.offset / PAGE, (io.offset + io.len - 1) / PAGE);
         }
-        let run = &self.jobs[index];
-        let fua = io.dir == DataDir::Write && run.spec.sync_writes;
+        let fua = io.dir == DataDir::Write && sync_writes;
         let (op, sync) = match io.dir {
             DataDir::Read => (Op::Read, true),
             // O_DIRECT writes are synchronous (fs/direct-io.c: PF_SYNCWRITE in 2.6.18,
@@ -1280,10 +1303,10 @@ impl Simulation {
             // directly (writeback=0) is as fsync's writeback; buffered writeback is not.
             DataDir::Write => (
                 Op::Write,
-                if run.spec.direct {
+                if direct {
                     self.direct_write_sync
                 } else {
-                    run.spec.sync_writes && self.sync_write_flag
+                    sync_writes && self.sync_write_flag
                 },
             ),
             DataDir::Trim => (Op::Discard, true),
@@ -1889,7 +1912,7 @@ impl driver::Engine for Simulation {
     }
 
     fn flush(&mut self, index: usize, _now: Nanos, kind: SyncKind) -> u32 {
-        if self.jobs[index].spec.engine.is_null() {
+        if self.own[index].null_engine {
             let issued = Issued::flush(index, self.job_prio(index), self.now);
             self.complete_null(issued, NULL_IO_NS);
             return 1;

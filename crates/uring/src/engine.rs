@@ -370,7 +370,7 @@ fn job_run(
     let mut own_spec = spec.clone();
     own_spec.prio = groups.settings(group).prio_class.apply(spec.prio);
     let mut state = JobState::new(own_spec, index, seed, generator, region_bytes);
-    state.zbd = zbd;
+    state.zbd = zbd.map(Box::new);
     if let Some(replay) = &spec.replay {
         // Replayed offsets are the files' own (fio's `io_u->offset`), whatever the job's
         // `offset=`: each file from its first byte to its end.
@@ -385,10 +385,10 @@ fn job_run(
                 (name.clone(), 0, size)
             })
             .collect();
-        state.replay = Some(
+        state.replay = Some(Box::new(
             trace::Replay::open(replay, extents)
                 .map_err(|error| UringError::job(spec, format!("read_iolog: {error}")))?,
-        );
+        ));
     }
     let buffer_len = spec.bs.iter().map(BlockSize::max).max().unwrap_or(4096) as usize;
     let buffers = files::random_buffers(state.depth as usize, buffer_len, stream_seed);
