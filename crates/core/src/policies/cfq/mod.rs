@@ -295,6 +295,12 @@ const CLOSE_THRESHOLD: u64 = 8 * 1024 * 512;
 /// The same threshold for close cooperators (`cfq_rq_close`), 8192 sectors.
 const CLOSE_COOPERATOR: u64 = CLOSE_THRESHOLD;
 
+/// Busy queues at which [`Cfq::close_index`] is built, and below which it is dropped: with a
+/// handful of busy queues a look at each costs less than keeping the index at every request
+/// (two B-tree updates); both find the same cooperator.
+const CLOSE_INDEX_FROM: usize = 32;
+const CLOSE_INDEX_BELOW: usize = 16;
+
 /// `sample_valid`: the think-time average counts once its sample weight exceeds this.
 const SAMPLES_VALID: u64 = 80;
 
@@ -397,6 +403,9 @@ pub struct Cfq {
     /// request starts): the kernel's `prio_trees`, where [`Cfq::close_cooperator`] finds the
     /// queue nearest the head without looking at every busy one.
     close_index: BTreeSet<(bool, u8, u64, QueueKey)>,
+    /// Whether `close_index` is kept (from [`CLOSE_INDEX_FROM`] busy queues until fewer than
+    /// [`CLOSE_INDEX_BELOW`]); without it [`Cfq::close_cooperator`] looks at each busy queue.
+    close_indexed: bool,
     /// Each service tree's think time (`st->ttime`), for idling on the last sync-noidle queue.
     tree_ttime: [TreeTtime; TREES],
     /// The workload being served (`serving_wl_class`, `serving_wl_type`) and when its slice
@@ -474,6 +483,7 @@ impl Cfq {
             queues: FxHashMap::default(),
             trees: Default::default(),
             close_index: BTreeSet::new(),
+            close_indexed: false,
             tree_ttime: Default::default(),
             serving_class: BE,
             serving_type: ASYNC_WL,

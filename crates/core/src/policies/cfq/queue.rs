@@ -230,8 +230,34 @@ impl Cfq {
 
     /// Brings `key`'s entry in [`Cfq::close_index`] up to date, after its next request or its
     /// place on a service tree changed: a busy sync RT or BE queue with a next request is
-    /// indexed where that request starts (`cfq_prio_tree_add`), any other is not.
+    /// indexed where that request starts (`cfq_prio_tree_add`), any other is not. Builds the
+    /// index, or drops it, as the busy queues reach [`CLOSE_INDEX_FROM`] or fall below
+    /// [`CLOSE_INDEX_BELOW`].
     pub(super) fn index_close(&mut self, key: QueueKey) {
+        let busy = self.busy_queues();
+        if !self.close_indexed {
+            if busy < CLOSE_INDEX_FROM {
+                return;
+            }
+            self.close_indexed = true;
+            let keys: Vec<QueueKey> = self.trees.iter().flat_map(|t| t.values().copied()).collect();
+            for other in keys {
+                self.index_close_entry(other);
+            }
+            return;
+        }
+        if busy < CLOSE_INDEX_BELOW {
+            self.close_indexed = false;
+            for (_, _, _, other) in std::mem::take(&mut self.close_index) {
+                self.queues.get_mut(&other).expect("indexed queue is live").close_entry = None;
+            }
+            return;
+        }
+        self.index_close_entry(key);
+    }
+
+    /// Brings `key`'s entry in the kept [`Cfq::close_index`] up to date.
+    fn index_close_entry(&mut self, key: QueueKey) {
         let Some(queue) = self.queues.get_mut(&key) else {
             return;
         };
@@ -450,6 +476,7 @@ impl Cfq {
             requests.push(request);
         }
         self.close_index.clear();
+        self.close_indexed = false;
         for queue in self.queues.values_mut() {
             queue.fifo.clear();
             queue.next = None;

@@ -396,6 +396,9 @@ impl Cfq {
         if self.history.get(&key).is_some_and(|h| h.seeky()) {
             return None;
         }
+        if !self.close_indexed {
+            return self.close_cooperator_by_scan(key);
+        }
         let (rt, level, position) = (current.class == RT, current.level, self.last_position);
         let eligible = |other: QueueKey| {
             other != key && !self.history.get(&other).is_some_and(|h| h.seeky())
@@ -435,9 +438,9 @@ impl Cfq {
         found
     }
 
-    /// [`Cfq::close_cooperator`] by looking at every busy queue: what the index must agree
-    /// with (checked in debug builds).
-    #[cfg(debug_assertions)]
+    /// [`Cfq::close_cooperator`] by looking at every busy queue (the caller checked `key`'s
+    /// own conditions): while few queues are busy, and what the index must agree with
+    /// (checked in debug builds).
     fn close_cooperator_by_scan(&self, key: QueueKey) -> Option<QueueKey> {
         let current = self.queue(key);
         self.trees

@@ -1004,3 +1004,63 @@ fn close_cooperators_share_one_queue_until_it_turns_seeky() {
     assert_eq!(policy.flow_queue.get(&FlowId(0)), None, "split: its own queue again");
     assert!(policy.queues.contains_key(&QueueKey::Sync(FlowId(0))));
 }
+
+// Proves the close cooperator is the same whether the index of busy queues' next requests is
+// kept (from CLOSE_INDEX_FROM busy queues) or each busy queue is looked at (below
+// CLOSE_INDEX_BELOW): 48 readers, each reading its own stretch of one region near the others,
+// one request at a time, come and go as their requests are served; the index is built when
+// they are all busy and dropped as they finish. Every cooperator found with the index is
+// checked against the scan (in debug builds, as `cargo test` runs), and the dispatch order
+// is compared with a policy that never keeps the index.
+#[test]
+fn close_cooperators_are_the_same_with_and_without_the_index() {
+    let run = |index: bool| {
+        let mut policy = Cfq::new();
+        let mut rng = XorShift(0x5eed_c105e);
+        let flows = 48u32;
+        let mut left = vec![6u32; flows as usize];
+        let mut id = 0;
+        let mut now = 0;
+        let mut order = Vec::new();
+        let mut was_indexed = false;
+        for flow in 0..flows {
+            id += 1;
+            let offset = u64::from(flow) * 64 * 1024 + (rng.next() % 16) * 4096;
+            policy.insert(read(id, flow, offset, now), now);
+        }
+        while policy.queued() > 0 || policy.active.is_some() {
+            if !index {
+                policy.close_indexed = false;
+                policy.close_index.clear();
+                for queue in policy.queues.values_mut() {
+                    queue.close_entry = None;
+                }
+            }
+            was_indexed |= policy.close_indexed;
+            match policy.dispatch(now) {
+                Dispatch::Request(r) => {
+                    order.push(r.id.0);
+                    now += MS / 2;
+                    policy.completed(&r, now);
+                    let flow = r.flow.0;
+                    if left[flow as usize] > 0 {
+                        left[flow as usize] -= 1;
+                        id += 1;
+                        let offset = r.offset + 4096 * (1 + rng.next() % 4);
+                        policy.insert(read(id, flow, offset, now), now);
+                    }
+                }
+                Dispatch::WaitUntil(until) => now = until.max(now + 1),
+                Dispatch::Empty => now += MS,
+            }
+            assert!(now < 100 * SECOND, "the readers finish");
+        }
+        (order, was_indexed, policy.close_indexed)
+    };
+    let (with, built, kept) = run(true);
+    let (without, _, _) = run(false);
+    assert!(built, "48 busy queues build the index");
+    assert!(!kept, "idle again, it is dropped");
+    assert_eq!(with.len(), 48 * 7);
+    assert_eq!(with, without);
+}
