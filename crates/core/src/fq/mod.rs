@@ -543,9 +543,10 @@ impl FairQueue {
                 tree.requeue(slot, ents, pos);
             }
             None => {
-                // Out first, then the tree settles: as `charge` settling with the leaf in its
-                // place and `deactivate` taking it out, since the leaf, active, is neither
-                // pending nor idle when the tree settles.
+                // Taken out, then the tree settles; `charge` then `deactivate` settle first,
+                // with the leaf in the tree, to the same end: settling never touches the leaf
+                // (a pending leaf it would make eligible leaves either way), and `leave` puts
+                // it on the idle tree only with its finish ahead of V, where settling keeps it.
                 self.leave(slot);
                 let tree = &mut self.groups[group].trees[class];
                 tree.settle(&mut self.ents, &mut self.pos);
