@@ -547,7 +547,11 @@ impl FairQueue {
                 // with the leaf in the tree, to the same end: settling never touches the leaf
                 // (a pending leaf it would make eligible leaves either way), and `leave` puts
                 // it on the idle tree only with its finish ahead of V, where settling keeps it.
-                self.leave(slot);
+                if tree.remove_top_promoting(slot, ents, pos) {
+                    self.retire(slot, group, class);
+                } else {
+                    self.leave(slot);
+                }
                 let tree = &mut self.groups[group].trees[class];
                 tree.settle(&mut self.ents, &mut self.pos);
             }

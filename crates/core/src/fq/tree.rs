@@ -448,6 +448,34 @@ impl Tree {
         self.settle(ents, pos);
     }
 
+    /// Takes out `slot`, the top of `eligible`, when the first pending entity has become
+    /// eligible: that one takes its place with one sift, where a removal and then `settle`
+    /// take two (a sync reader's expiry in a busy tree). Returns whether it did; otherwise
+    /// nothing changed. The place of the entity taken out is left to the caller.
+    #[inline(always)]
+    pub(super) fn remove_top_promoting(
+        &mut self,
+        slot: u32,
+        ents: &mut [Entity],
+        pos: &mut [u32],
+    ) -> bool {
+        if !self.heaps || ents[slot as usize].place != Place::Eligible || pos[slot as usize] != 0 {
+            return false;
+        }
+        let Some(top) = self.pending.peek().filter(|&top| tag_of(top) <= self.vtime) else {
+            return false;
+        };
+        let promoted = slot_of(top);
+        self.pending.pop(pos);
+        let entity = &mut ents[promoted as usize];
+        entity.place = Place::Eligible;
+        self.eligible.replace_top(key(entity.finish, promoted), pos);
+        if self.eligible.len() + self.pending.len() <= self.list_max as usize / 2 {
+            self.flatten(ents, pos);
+        }
+        true
+    }
+
     /// After `V` grew: moves the entities it made eligible, forgets the idle ones it passed.
     #[inline(always)]
     pub(super) fn settle(&mut self, ents: &mut [Entity], pos: &mut [u32]) {
@@ -554,9 +582,18 @@ impl FairQueue {
     pub(super) fn leave(&mut self, slot: u32) {
         let (group, class) = self.tree_of(slot);
         let tree = &mut self.groups[group].trees[class];
+        tree.remove(slot, &mut self.ents, &mut self.pos);
+        self.retire(slot, group, class);
+    }
+
+    /// Remembers `slot`, just taken out of its tree (`group`'s for `class`), on the idle tree
+    /// if its finish is still ahead of `V`, or forgets it (the second half of
+    /// [`FairQueue::leave`]).
+    #[inline(always)]
+    pub(super) fn retire(&mut self, slot: u32, group: usize, class: usize) {
+        let tree = &mut self.groups[group].trees[class];
         let ents = &mut self.ents[..];
         let pos = &mut self.pos[..];
-        tree.remove(slot, ents, pos);
         let entity = &mut ents[slot as usize];
         entity.finish = entity.start;
         if entity.finish > tree.vtime {
