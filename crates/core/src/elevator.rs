@@ -838,28 +838,34 @@ impl Heads {
         }
     }
 
+    /// The earliest head, and whether it is the heap's.
+    #[inline]
+    fn earliest(&self) -> Option<(Head, bool)> {
+        match (self.in_order.front(), self.out_of_order.peek()) {
+            (Some(&a), Some(&Reverse(b))) => Some(if b < a { (b, true) } else { (a, false) }),
+            (Some(&a), None) => Some((a, false)),
+            (None, Some(&Reverse(b))) => Some((b, true)),
+            (None, None) => None,
+        }
+    }
+
     /// The earliest head.
     #[inline]
     fn first(&self) -> Option<Head> {
-        match (self.in_order.front(), self.out_of_order.peek()) {
-            (Some(&a), Some(&Reverse(b))) => Some(a.min(b)),
-            (a, b) => a.copied().or(b.map(|&Reverse(b)| b)),
-        }
+        self.earliest().map(|(head, _)| head)
     }
 
     /// Takes the earliest head out.
     #[inline]
     fn pop_first(&mut self) {
-        match (self.in_order.front(), self.out_of_order.peek()) {
-            (Some(&a), Some(&Reverse(b))) if b < a => {
+        match self.earliest() {
+            Some((_, true)) => {
                 self.out_of_order.pop();
             }
-            (Some(_), _) => {
+            Some((_, false)) => {
                 self.in_order.pop_front();
             }
-            (None, _) => {
-                self.out_of_order.pop();
-            }
+            None => {}
         }
     }
 

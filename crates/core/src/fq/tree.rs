@@ -385,9 +385,7 @@ impl Tree {
             }
             _ => unreachable!("remove of an entity that is not active"),
         }
-        if self.eligible.len() + self.pending.len() <= self.list_max as usize / 2 {
-            self.flatten(ents, pos);
-        }
+        self.flatten_if_small(ents, pos);
     }
 
     /// Moves an active entity whose tags changed to its new place.
@@ -470,10 +468,16 @@ impl Tree {
         let entity = &mut ents[promoted as usize];
         entity.place = Place::Eligible;
         self.eligible.replace_top(key(entity.finish, promoted), pos);
+        self.flatten_if_small(ents, pos);
+        true
+    }
+
+    /// Goes back to the list once the heaps are down to half its size (after a removal).
+    #[inline(always)]
+    fn flatten_if_small(&mut self, ents: &mut [Entity], pos: &mut [u32]) {
         if self.eligible.len() + self.pending.len() <= self.list_max as usize / 2 {
             self.flatten(ents, pos);
         }
-        true
     }
 
     /// After `V` grew: moves the entities it made eligible, forgets the idle ones it passed.
