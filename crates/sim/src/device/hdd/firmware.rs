@@ -64,7 +64,7 @@ impl Hdd {
             .collect();
         for slot in due {
             if self.expire(slot, now) {
-                self.queued.retain(|queued| queued.slot != slot);
+                self.queued.remove_slot(slot);
                 self.waiting_for_room.retain(|&waiting| waiting != slot);
             }
         }
@@ -333,7 +333,7 @@ impl Hdd {
         let under = self.angle_at(now as f64);
         // Only with CDL on may a command have limits ([`Hdd::limits_of`]).
         let limits = self.config.cdl_enable;
-        for queued in &self.queued {
+        for queued in self.queued.iter() {
             if queued.ready_at > now {
                 continue;
             }
@@ -804,12 +804,10 @@ impl Hdd {
     /// worked out. This runs at every decision of the mechanism.
     pub(super) fn is_due(&self, now: Nanos) -> bool {
         let destage = self.service_bound(self.destage_max_sectors);
-        let mut oldest = Nanos::MAX;
-        let mut all: Nanos = 0;
-        for queued in &self.queued {
-            oldest = oldest.min(queued.accepted);
-            all = all.saturating_add(queued.bound);
-        }
+        let mut oldest = self.queued.iter().fold(Nanos::MAX, |oldest, queued| {
+            oldest.min(queued.accepted)
+        });
+        let mut all = self.queued.bounds;
         for &slot in self.waiting_for_room.iter().chain(self.flushes.iter()) {
             let (accepted, bound) = self.waiter_bound(slot, destage);
             oldest = oldest.min(accepted);

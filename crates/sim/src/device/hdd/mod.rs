@@ -276,6 +276,49 @@ struct Queued {
     target: Location,
 }
 
+/// The commands waiting for the mechanism, with the sum of their bounds: [`Hdd::is_due`] reads
+/// it at every decision, so it is kept as commands come and go rather than summed each time.
+#[derive(Debug, Default)]
+struct QueuedCommands {
+    list: Vec<Queued>,
+    bounds: Nanos,
+}
+
+impl QueuedCommands {
+    fn with_capacity(capacity: usize) -> Self {
+        QueuedCommands {
+            list: Vec::with_capacity(capacity),
+            bounds: 0,
+        }
+    }
+
+    fn push(&mut self, queued: Queued) {
+        self.bounds += queued.bound;
+        self.list.push(queued);
+    }
+
+    fn remove(&mut self, index: usize) -> Queued {
+        let queued = self.list.remove(index);
+        self.bounds -= queued.bound;
+        queued
+    }
+
+    /// Takes the command in `slot` out, if it is queued.
+    fn remove_slot(&mut self, slot: u32) {
+        if let Some(index) = self.list.iter().position(|queued| queued.slot == slot) {
+            self.remove(index);
+        }
+    }
+}
+
+impl std::ops::Deref for QueuedCommands {
+    type Target = [Queued];
+
+    fn deref(&self) -> &[Queued] {
+        &self.list
+    }
+}
+
 /// What one choice of the mechanism would serve.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Choice {
@@ -321,8 +364,8 @@ pub struct Hdd {
     slots: Vec<Option<Command>>,
     free_slots: Vec<u32>,
     in_flight: u32,
-    /// Commands waiting for the mechanism, in acceptance order.
-    queued: Vec<Queued>,
+    /// Commands waiting for the mechanism, in the order they were queued.
+    queued: QueuedCommands,
     waiting_for_room: VecDeque<u32>,
     flushes: Vec<u32>,
     /// (completion time, sequence, slot), earliest first.
@@ -473,7 +516,7 @@ impl Hdd {
             slots: (0..queue_depth).map(|_| None).collect(),
             free_slots: (0..queue_depth as u32).rev().collect(),
             in_flight: 0,
-            queued: Vec::with_capacity(queue_depth),
+            queued: QueuedCommands::with_capacity(queue_depth),
             waiting_for_room: VecDeque::with_capacity(queue_depth),
             flushes: Vec::with_capacity(queue_depth),
             completions: BinaryHeap::with_capacity(queue_depth),

@@ -135,7 +135,7 @@ impl<T: Copy> Chooser<T> {
             CommandPriority::High => (0, selection.priority_credit_ns),
             CommandPriority::Normal => (usize::from(self.strict), 0.0),
         };
-        let effective = candidate.positioning_ns - selection.age_weight * age as f64 - credit;
+        let effective = candidate.positioning_ns - selection.age_weight * nanos_f64(age) - credit;
         let better = match self.best[slot] {
             None => true,
             Some((_, best_effective, best)) => {
@@ -155,6 +155,13 @@ impl<T: Copy> Chooser<T> {
         let best = self.best[0].or(self.best[1]).map(|(choice, _, c)| (choice, c));
         self.overdue.or(self.urgent).or(best)
     }
+}
+
+/// `nanos` as `f64` through `i64`: one instruction where a `u64` takes six, in the loop over
+/// every queued command. The same value below 2^63 ns (292 years), where every age is.
+#[inline(always)]
+fn nanos_f64(nanos: Nanos) -> f64 {
+    nanos.min(i64::MAX as u64) as i64 as f64
 }
 
 #[cfg(test)]
