@@ -138,6 +138,7 @@
 //!   at most 4096 queues, the least recently used evicted first; queues themselves exist only
 //!   while they have requests queued or in flight or hold the active slice.
 
+mod keyed;
 mod queue;
 mod service_tree;
 mod slice;
@@ -150,9 +151,9 @@ use crate::policy::{Dispatch, Policy};
 use crate::request::{merge_back, merge_front, mergeable, FlowId, MergeLimits, Request, RequestId};
 use crate::time::{from_millis, Nanos, MILLISECOND, SECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
+use keyed::KeyedSlab;
 use queue::{Entry, History, Queue};
 use slice::Active;
-use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 
@@ -396,7 +397,7 @@ const MERGES_MAX: usize = 4096;
 /// The CFQ policy.
 #[derive(Debug)]
 pub struct Cfq {
-    queues: FxHashMap<QueueKey, Queue>,
+    queues: KeyedSlab<Queue>,
     /// Busy queues of each service tree ([`tree_index`]) by `(rb_key, insertion number)`.
     trees: [BTreeMap<(i64, u64), QueueKey>; TREES],
     /// The busy sync RT and BE queues with a next request by (RT, level, where the next
@@ -416,7 +417,7 @@ pub struct Cfq {
     /// Busy sync queues (`busy_sync_queues`).
     busy_sync_queues: usize,
     tree_inserts: u64,
-    history: FxHashMap<QueueKey, History>,
+    history: KeyedSlab<History>,
     /// `History::stamp` to key, oldest first.
     history_stamp: u64,
     /// Queue merging of close cooperators (2.6.33+, `cfq_setup_merge`): the flows whose sync
@@ -480,7 +481,7 @@ impl Cfq {
     /// A CFQ policy with Linux's defaults.
     pub fn new() -> Self {
         Cfq {
-            queues: FxHashMap::default(),
+            queues: KeyedSlab::default(),
             trees: Default::default(),
             close_index: BTreeSet::new(),
             close_indexed: false,
@@ -490,7 +491,7 @@ impl Cfq {
             workload_expires: None,
             busy_sync_queues: 0,
             tree_inserts: 0,
-            history: FxHashMap::default(),
+            history: KeyedSlab::default(),
             history_stamp: 0,
             flow_queue: BTreeMap::new(),
             merge_pending: BTreeMap::new(),

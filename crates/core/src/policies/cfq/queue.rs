@@ -287,8 +287,7 @@ impl Cfq {
         }
         let entry = self
             .history
-            .entry(key)
-            .or_insert_with(|| History::new(key, now));
+            .get_or_insert_with(key, || History::new(key, now));
         entry.stamp = stamp;
         entry
     }

@@ -512,8 +512,7 @@ impl Cfq {
         let (class, level) = (class_of(request.prio), level_of(request.prio));
         let queue = self
             .queues
-            .entry(key)
-            .or_insert_with(|| Queue::new(class, level, sync));
+            .get_or_insert_with(key, || Queue::new(class, level, sync));
         if queue.forgotten {
             queue.renew(class, level, sync);
         }
