@@ -37,7 +37,6 @@ use crate::policy::{Dispatch, Policy};
 use crate::request::{MergeLimits, Request};
 use crate::time::{from_millis, Nanos, MILLISECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
-use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 /// The layer's own tunables, shared by every `grouped-POLICY`.
@@ -144,6 +143,69 @@ struct GroupQueue {
     last_completion: Nanos,
 }
 
+/// The groups' queues by group id, in a table indexed by it: ids index the [`Groups`] table,
+/// so they are dense and bounded by its `GROUPS_MAX`. A dispatch looks the active group's
+/// queue up several times, and a B-tree search cost each of them a descent. Iterates in id
+/// order, as the ordered map it replaces did.
+#[derive(Default)]
+struct GroupQueues {
+    table: Vec<Option<GroupQueue>>,
+    len: usize,
+}
+
+impl GroupQueues {
+    #[inline]
+    fn get(&self, group: &GroupId) -> Option<&GroupQueue> {
+        self.table.get(group.0 as usize)?.as_ref()
+    }
+
+    #[inline]
+    fn get_mut(&mut self, group: &GroupId) -> Option<&mut GroupQueue> {
+        self.table.get_mut(group.0 as usize)?.as_mut()
+    }
+
+    fn contains_key(&self, group: &GroupId) -> bool {
+        self.get(group).is_some()
+    }
+
+    fn insert(&mut self, group: GroupId, queue: GroupQueue) {
+        let index = group.0 as usize;
+        if index >= self.table.len() {
+            self.table.resize_with(index + 1, || None);
+        }
+        if self.table[index].replace(queue).is_none() {
+            self.len += 1;
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (GroupId, &GroupQueue)> {
+        self.table
+            .iter()
+            .enumerate()
+            .filter_map(|(index, queue)| Some((GroupId(index as u32), queue.as_ref()?)))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &GroupQueue> {
+        self.table.iter().flatten()
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut GroupQueue> {
+        self.table.iter_mut().flatten()
+    }
+}
+
+impl std::ops::Index<&GroupId> for GroupQueues {
+    type Output = GroupQueue;
+
+    fn index(&self, group: &GroupId) -> &GroupQueue {
+        self.get(group).expect("the group has a queue")
+    }
+}
+
 /// One grouped policy.
 pub struct Grouped {
     name: &'static str,
@@ -151,8 +213,9 @@ pub struct Grouped {
     tunables: &'static [TunableSpec],
     fq: FairQueue,
     cgroups: CgroupTree,
-    queues: BTreeMap<GroupId, GroupQueue>,
-    by_leaf: BTreeMap<LeafId, GroupId>,
+    queues: GroupQueues,
+    /// The group of each leaf, by the leaf's arena slot (leaves are never removed here).
+    by_leaf: Vec<Option<(LeafId, GroupId)>>,
     /// Inner tunables set so far, applied to instances created later.
     settings: Vec<(&'static str, u64)>,
     active: Option<GroupId>,
@@ -183,8 +246,8 @@ impl Grouped {
             tunables: combined(cell, inner),
             fq: FairQueue::new(),
             cgroups: CgroupTree::new(),
-            queues: BTreeMap::new(),
-            by_leaf: BTreeMap::new(),
+            queues: GroupQueues::default(),
+            by_leaf: Vec::new(),
             settings: Vec::new(),
             active: None,
             turn_start: 0,
@@ -228,7 +291,11 @@ impl Grouped {
                 1 => FIRST_BYTES_BUDGET,
                 _ => FIRST_IOS_BUDGET,
             };
-            self.by_leaf.insert(leaf, group);
+            let slot = leaf.index() as usize;
+            if slot >= self.by_leaf.len() {
+                self.by_leaf.resize(slot + 1, None);
+            }
+            self.by_leaf[slot] = Some((leaf, group));
             self.queues.insert(
                 group,
                 GroupQueue {
@@ -311,7 +378,7 @@ impl Grouped {
     fn others_have_work(&self, group: GroupId) -> bool {
         self.queues
             .iter()
-            .any(|(&g, q)| g != group && (q.queued > 0 || q.in_flight > 0))
+            .any(|(g, q)| g != group && (q.queued > 0 || q.in_flight > 0))
     }
 
     fn turn_over(&self, now: Nanos) -> bool {
@@ -403,7 +470,7 @@ impl Grouped {
             queue.policy.set_groups(groups);
         }
         let leaves: Vec<(GroupId, LeafId)> =
-            self.queues.iter().map(|(&g, q)| (g, q.leaf)).collect();
+            self.queues.iter().map(|(g, q)| (g, q.leaf)).collect();
         for (group, leaf) in leaves {
             if group != GroupId::ROOT {
                 let weight = self.cgroups.weight(group);
@@ -460,7 +527,13 @@ impl Grouped {
                     let Some(leaf) = self.fq.select_next(now) else {
                         return Dispatch::Empty;
                     };
-                    let group = self.by_leaf[&leaf];
+                    let (_, group) = self
+                        .by_leaf
+                        .get(leaf.index() as usize)
+                        .copied()
+                        .flatten()
+                        .filter(|&(known, _)| known == leaf)
+                        .expect("every leaf in the layer is a group's");
                     self.active = Some(group);
                     self.turn_start = now;
                     self.served_bytes = 0;
