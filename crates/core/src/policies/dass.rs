@@ -60,7 +60,8 @@ use crate::qos::Qos;
 use crate::request::{FlowId, MergeLimits, Request};
 use crate::time::{Nanos, MILLISECOND};
 use crate::tunable::{self, TunableError, TunableSpec, Unit};
-use std::collections::{BTreeMap, BTreeSet};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeSet;
 
 /// dass's tunables.
 pub const TUNABLES: &[TunableSpec] = &[
@@ -165,12 +166,13 @@ pub struct Dass {
     groups: Option<Groups>,
     flow_qos: Vec<(FlowId, Qos)>,
     values: [u64; 8],
-    /// Every original request inside, by id.
-    inside: BTreeMap<u64, Inside>,
+    /// Every original request inside, by id (looked up by id only, never in order: a hash map,
+    /// where a B-tree cost a descent for each of the three lookups of a request's life).
+    inside: FxHashMap<u64, Inside>,
     /// Queued requests by (arrival, id), per direction (reads 0, writes 1), for their ages.
     ages: [BTreeSet<(Nanos, u64)>; 2],
     /// Dispatched requests (by carrier id): the candidate that dispatched them.
-    owners: BTreeMap<u64, usize>,
+    owners: FxHashMap<u64, usize>,
     /// The period under way: its start, the largest latencies, completions.
     period_start: Option<Nanos>,
     max_latency: [Nanos; 2],
@@ -224,9 +226,9 @@ impl Dass {
             groups: None,
             flow_qos: Vec::new(),
             values,
-            inside: BTreeMap::new(),
+            inside: FxHashMap::default(),
             ages: [BTreeSet::new(), BTreeSet::new()],
-            owners: BTreeMap::new(),
+            owners: FxHashMap::default(),
             period_start: None,
             max_latency: [0; 2],
             completions: [0; 2],
@@ -673,6 +675,7 @@ mod tests {
     use crate::request::{Op, RequestId};
     use crate::time::MILLISECOND as MS;
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     fn read(id: u64, flow: u32, offset: u64, at: Nanos) -> Request {
         Request::new(
