@@ -91,7 +91,8 @@ use crate::policy::{Dispatch, Policy};
 use crate::request::{merge_back, merge_front, mergeable, MergeLimits, Request, RequestId};
 use crate::time::{from_micros, from_millis, Nanos, MICROSECOND, MILLISECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
-use std::collections::{BTreeMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 /// The latency policy's tunables.
 pub const TUNABLES: &[TunableSpec] = &[
@@ -190,7 +191,8 @@ pub struct Latency {
     pending: [u32; RANKS],
     /// Requests of each rank in flight.
     flying: [u32; RANKS],
-    in_flight: BTreeMap<RequestId, InFlight>,
+    /// Requests in flight by id: when and from which rank they left (looked up by id only).
+    in_flight: FxHashMap<RequestId, InFlight>,
     /// The foreground's rank, while any request is present.
     foreground: Option<usize>,
     /// Last time a foreground request was inserted, dispatched or completed.
@@ -238,7 +240,7 @@ impl Latency {
             queued: 0,
             pending: [0; RANKS],
             flying: [0; RANKS],
-            in_flight: BTreeMap::new(),
+            in_flight: FxHashMap::default(),
             foreground: None,
             foreground_seen: 0,
             limit: ONE,
