@@ -34,6 +34,7 @@ use crate::qos::{Qos, QosKey as AppKey, QosTable, Rate};
 use crate::request::{FlowId, Request, RequestId};
 use crate::time::{from_millis, Nanos, MILLISECOND, SECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
 
 /// pClock's tunables.
@@ -167,7 +168,9 @@ impl App {
 /// pClock (`anticipate` false) or HTBS (true).
 pub struct Tagged {
     anticipate: bool,
-    apps: BTreeMap<AppKey, App>,
+    /// The applications by key: looked up at every request, iterated only to forget idle ones
+    /// and to drain, where the order does not matter.
+    apps: FxHashMap<AppKey, App>,
     /// Every queued request by (finish tag, id), with its application.
     by_finish: BTreeMap<(Nanos, RequestId), AppKey>,
     /// Requests the device handed back, sent again first.
@@ -192,7 +195,7 @@ impl Tagged {
     pub fn new(anticipate: bool) -> Tagged {
         Tagged {
             anticipate,
-            apps: BTreeMap::new(),
+            apps: FxHashMap::default(),
             by_finish: BTreeMap::new(),
             requeued: VecDeque::new(),
             queued: 0,
