@@ -59,29 +59,44 @@ struct FileState {
 }
 
 /// Draws one job's I/O sequence.
+///
+/// Laid out for the I/O path (`repr(C)`, in this order): with many jobs a job's generator is
+/// cold when its next I/O is drawn, and each cache line it reads is a miss. What a random or
+/// sequential I/O reads fills the first two lines; the rest (the last I/O, kept for
+/// `rw=randread:N`, strided zones, the block sizes of `bsrange` and `bssplit`, non-uniform
+/// distributions, trimwrite's pending write) follows.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Generator {
-    rw: RwMode,
-    rwmixread: u32,
-    bs: [BlockSize; 3],
-    align: [u64; 3],
-    norandommap: bool,
-    distribution: RandomDistribution,
-    sequencer_nr: u32,
-    /// Added to the offset after each sequential I/O (`rw=read:4k`, `rw=read:-8k`).
-    skip: i64,
+    rng: Rng,
     files: Vec<FileState>,
     next_file: usize,
+    rwmixread: u32,
+    sequencer_nr: u32,
     /// I/Os left to issue sequentially after a random offset (`rw=randread:N`).
     sequential_run_left: u32,
+    rw: RwMode,
+    /// Random offsets come from the file's random map: a uniform distribution without
+    /// `norandommap`.
+    permuted: bool,
+    /// Whether `zones` is set.
+    zoned: bool,
+    align: [u64; 3],
+    /// Each direction's block size when it is fixed (`bs`), else 0: `bs` is read only for
+    /// `bsrange` and `bssplit`.
+    fixed_bs: [u64; 3],
+    /// Added to the offset after each sequential I/O (`rw=read:4k`, `rw=read:-8k`).
+    skip: i64,
+    /// fio's `zone_bytes` (one count for the job), kept with `zonemode=strided` only.
+    zone_bytes: u64,
+    /// The last I/O, kept only while `rw=randread:N` (N > 1) may continue from it.
     last: Option<NextIo>,
+    /// `zonemode=strided`.
+    zones: Option<StridedZones>,
+    bs: [BlockSize; 3],
+    distribution: RandomDistribution,
     /// For trimwrite: the block just trimmed, to be written next.
     pending_write: Option<NextIo>,
-    /// `zonemode=strided`, and the bytes transferred in the current zone (fio's
-    /// `zone_bytes`, one count for the job).
-    zones: Option<StridedZones>,
-    zone_bytes: u64,
-    rng: Rng,
 }
 
 fn choose_size(bs: &BlockSize, rng: &mut Rng) -> u64 {
@@ -112,9 +127,14 @@ impl Generator {
         Generator {
             rw: job.rw,
             rwmixread: job.rwmixread,
+            fixed_bs: std::array::from_fn(|d| match job.bs[d] {
+                BlockSize::Fixed(size) => size,
+                _ => 0,
+            }),
             bs: job.bs.clone(),
             align,
-            norandommap: job.norandommap,
+            permuted: matches!(job.random_distribution, RandomDistribution::Random)
+                && !job.norandommap,
             distribution: job.random_distribution.clone(),
             sequencer_nr: job.rw_sequencer_nr.max(1),
             skip: if job.rw.is_random() {
@@ -135,6 +155,7 @@ impl Generator {
             sequential_run_left: 0,
             last: None,
             pending_write: None,
+            zoned: job.strided_zones.is_some(),
             zones: job.strided_zones,
             zone_bytes: 0,
             rng,
@@ -183,15 +204,23 @@ impl Generator {
 
     /// The next I/O.
     pub fn next_io(&mut self) -> NextIo {
-        if let Some(write) = self.pending_write.take() {
-            return write;
+        // Only trimwrite ever leaves a write pending: its test reads `rw`, which is hot.
+        if matches!(self.rw, RwMode::TrimWrite | RwMode::RandTrimWrite) {
+            if let Some(write) = self.pending_write.take() {
+                return write;
+            }
         }
         let dir = self.choose_dir();
-        let len = choose_size(&self.bs[dir as usize], &mut self.rng);
+        let len = match self.fixed_bs[dir as usize] {
+            0 => choose_size(&self.bs[dir as usize], &mut self.rng),
+            size => size,
+        };
         let file_index = self.next_file;
         self.next_file = (self.next_file + 1) % self.files.len();
-        if let Some(zones) = self.zones {
-            self.enter_zone(zones, file_index, dir);
+        if self.zoned {
+            if let Some(zones) = self.zones {
+                self.enter_zone(zones, file_index, dir);
+            }
         }
         let io = if !self.rw.is_random() {
             self.sequential(file_index, dir, len)
@@ -218,8 +247,12 @@ impl Generator {
             self.sequential_run_left = self.sequencer_nr - 1;
             self.random(file_index, dir, len)
         };
-        self.last = Some(io);
-        self.zone_bytes += io.len;
+        if self.sequencer_nr > 1 {
+            self.last = Some(io);
+        }
+        if self.zoned {
+            self.zone_bytes += io.len;
+        }
         if matches!(self.rw, RwMode::TrimWrite | RwMode::RandTrimWrite) {
             self.pending_write = Some(NextIo {
                 dir: DataDir::Write,
@@ -292,7 +325,8 @@ impl Generator {
         let unit = self.align[dir as usize];
         let file = &mut self.files[file_index];
         // The blocks to draw from: the region, or the current strided zone of it.
-        let (window_start, window_len) = match self.zones {
+        let zones = if self.zoned { self.zones } else { None };
+        let (window_start, window_len) = match zones {
             Some(zones) => (
                 file.zone_start,
                 zones.range.min(file.region.len - file.zone_start),
@@ -301,51 +335,53 @@ impl Generator {
         };
         let len = len.min(window_len);
         let blocks = (window_len / unit).max(1);
-        let block = match &self.distribution {
-            RandomDistribution::Random if !self.norandommap => {
-                let needs_pass = match &file.map {
-                    Some((permutation, next)) => *next >= permutation.len(),
-                    None => true,
-                };
-                if needs_pass {
-                    file.map = Some((Permutation::new(blocks, &mut self.rng), 0));
+        let block = if self.permuted {
+            let needs_pass = match &file.map {
+                Some((permutation, next)) => *next >= permutation.len(),
+                None => true,
+            };
+            if needs_pass {
+                file.map = Some((Permutation::new(blocks, &mut self.rng), 0));
+            }
+            let (permutation, next) = file.map.as_mut().expect("just ensured");
+            let block = permutation.get(*next);
+            *next += 1;
+            block
+        } else {
+            match &self.distribution {
+                // The map is off (`norandommap`).
+                RandomDistribution::Random => self.rng.below(blocks),
+                RandomDistribution::Zipf(theta) => {
+                    scramble(zipf_rank(*theta, blocks, &mut self.rng), blocks)
                 }
-                let (permutation, next) = file.map.as_mut().expect("just ensured");
-                let block = permutation.get(*next);
-                *next += 1;
-                block
-            }
-            RandomDistribution::Random => self.rng.below(blocks),
-            RandomDistribution::Zipf(theta) => {
-                scramble(zipf_rank(*theta, blocks, &mut self.rng), blocks)
-            }
-            RandomDistribution::Pareto(h) => {
-                let power = h.ln() / (1.0 - h).ln();
-                let rank = ((blocks - 1) as f64 * self.rng.unit().powf(power)) as u64;
-                scramble(rank, blocks)
-            }
-            RandomDistribution::Normal(deviation_percent) => {
-                let center = blocks as f64 / 2.0;
-                let deviation = blocks as f64 * deviation_percent / 100.0;
-                let value =
-                    (center + self.rng.normal() * deviation).clamp(0.0, (blocks - 1) as f64);
-                scramble(value as u64, blocks)
-            }
-            RandomDistribution::Zoned(zones) => {
-                let mut pick = self.rng.unit() * 100.0;
-                let mut range_start = 0.0;
-                let mut chosen = (0.0, 100.0);
-                for &(access, range) in zones {
-                    if pick < access {
-                        chosen = (range_start, range);
-                        break;
+                RandomDistribution::Pareto(h) => {
+                    let power = h.ln() / (1.0 - h).ln();
+                    let rank = ((blocks - 1) as f64 * self.rng.unit().powf(power)) as u64;
+                    scramble(rank, blocks)
+                }
+                RandomDistribution::Normal(deviation_percent) => {
+                    let center = blocks as f64 / 2.0;
+                    let deviation = blocks as f64 * deviation_percent / 100.0;
+                    let value =
+                        (center + self.rng.normal() * deviation).clamp(0.0, (blocks - 1) as f64);
+                    scramble(value as u64, blocks)
+                }
+                RandomDistribution::Zoned(zones) => {
+                    let mut pick = self.rng.unit() * 100.0;
+                    let mut range_start = 0.0;
+                    let mut chosen = (0.0, 100.0);
+                    for &(access, range) in zones {
+                        if pick < access {
+                            chosen = (range_start, range);
+                            break;
+                        }
+                        pick -= access;
+                        range_start += range;
                     }
-                    pick -= access;
-                    range_start += range;
+                    let first = (blocks as f64 * chosen.0 / 100.0) as u64;
+                    let count = ((blocks as f64 * chosen.1 / 100.0) as u64).max(1);
+                    (first + self.rng.below(count)).min(blocks - 1)
                 }
-                let first = (blocks as f64 * chosen.0 / 100.0) as u64;
-                let count = ((blocks as f64 * chosen.1 / 100.0) as u64).max(1);
-                (first + self.rng.below(count)).min(blocks - 1)
             }
         };
         let mut offset = block * unit;
