@@ -80,6 +80,15 @@ struct Bench {
 
 int main(int argc, char** argv) {
   long count = argc > 1 ? std::atol(argv[1]) : 2000000;
+  // DMCLOCK_ONLY=CLIENTS (and DMCLOCK_DEPTH=2 backlogged, 1 churn) runs that one case for
+  // `count` requests and prints nothing, as the fq bench's FQ_BENCH_ONLY: for counting
+  // instructions (valgrind --tool=cachegrind), which unlike time does not move with the machine.
+  if (const char* only = std::getenv("DMCLOCK_ONLY")) {
+    const char* depth = std::getenv("DMCLOCK_DEPTH");
+    Bench bench(std::strtoul(only, nullptr, 10), depth ? std::atoi(depth) : 2);
+    for (long i = 0; i < count; i++) bench.request();
+    return 0;
+  }
   int runs = argc > 2 ? std::atoi(argv[2]) : 5;
   std::printf("dmclock PullPriorityQueue: ns per request (pull + add), best of %d runs of %ld\n",
               runs, count);

@@ -5,6 +5,11 @@
 #
 #   scripts/dmclock-bench/run.sh DMCLOCK_CHECKOUT [REQUESTS [RUNS]]
 #
+# With DMCLOCK_ONLY=CLIENTS (and DMCLOCK_DEPTH=2 for backlogged, 1 for churn) the bench runs
+# that one case and prints nothing; under `valgrind --tool=cachegrind` the difference of two
+# request counts gives dmclock's instructions per request, to set beside the fq bench's
+# (`FQ_BENCH_ONLY=flat/backlogged/10`): a count that does not move with the machine's load.
+#
 # DMCLOCK_CHECKOUT is a checkout of https://github.com/ceph/dmclock (its src/ and support/src/
 # are compiled in; nothing of it is kept here). Needs g++ and boost's headers
 # (apt-get install g++ libboost-dev).
