@@ -807,7 +807,7 @@ impl Hdd {
         let mut oldest = self.queued.iter().fold(Nanos::MAX, |oldest, queued| {
             oldest.min(queued.accepted)
         });
-        let mut all = self.queued.bounds;
+        let mut all = self.queued.bounds();
         for &slot in self.waiting_for_room.iter().chain(self.flushes.iter()) {
             let (accepted, bound) = self.waiter_bound(slot, destage);
             oldest = oldest.min(accepted);

@@ -281,7 +281,9 @@ struct Queued {
 #[derive(Debug, Default)]
 struct QueuedCommands {
     list: Vec<Queued>,
-    bounds: Nanos,
+    /// Exact (no bound is above 2^64 and no queue holds 2^64 commands), so that a removal
+    /// takes away what its addition put in; [`QueuedCommands::bounds`] saturates it.
+    bounds: u128,
 }
 
 impl QueuedCommands {
@@ -293,14 +295,19 @@ impl QueuedCommands {
     }
 
     fn push(&mut self, queued: Queued) {
-        self.bounds += queued.bound;
+        self.bounds += u128::from(queued.bound);
         self.list.push(queued);
     }
 
     fn remove(&mut self, index: usize) -> Queued {
         let queued = self.list.remove(index);
-        self.bounds -= queued.bound;
+        self.bounds -= u128::from(queued.bound);
         queued
+    }
+
+    /// The sum of the queued commands' bounds, saturated.
+    fn bounds(&self) -> Nanos {
+        Nanos::try_from(self.bounds).unwrap_or(Nanos::MAX)
     }
 
     /// Takes the command in `slot` out, if it is queued.
