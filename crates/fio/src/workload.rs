@@ -79,7 +79,8 @@ pub struct Generator {
     /// Random offsets come from the file's random map: a uniform distribution without
     /// `norandommap`.
     permuted: bool,
-    /// Whether `zones` is set.
+    /// Whether `zones` is set: tested on the hot lines, so that jobs without strided zones
+    /// never read `zones` ([`Generator::strided`]).
     zoned: bool,
     align: [u64; 3],
     /// Each direction's block size when it is fixed (`bs`), else 0: `bs` is read only for
@@ -202,6 +203,16 @@ impl Generator {
         }
     }
 
+    /// `zonemode=strided`'s zones, read only when there are some.
+    #[inline]
+    fn strided(&self) -> Option<StridedZones> {
+        if self.zoned {
+            self.zones
+        } else {
+            None
+        }
+    }
+
     /// The next I/O.
     pub fn next_io(&mut self) -> NextIo {
         // Only trimwrite ever leaves a write pending: its test reads `rw`, which is hot.
@@ -217,10 +228,8 @@ impl Generator {
         };
         let file_index = self.next_file;
         self.next_file = (self.next_file + 1) % self.files.len();
-        if self.zoned {
-            if let Some(zones) = self.zones {
-                self.enter_zone(zones, file_index, dir);
-            }
+        if let Some(zones) = self.strided() {
+            self.enter_zone(zones, file_index, dir);
         }
         let io = if !self.rw.is_random() {
             self.sequential(file_index, dir, len)
@@ -323,9 +332,9 @@ impl Generator {
 
     fn random(&mut self, file_index: usize, dir: DataDir, len: u64) -> NextIo {
         let unit = self.align[dir as usize];
+        let zones = self.strided();
         let file = &mut self.files[file_index];
         // The blocks to draw from: the region, or the current strided zone of it.
-        let zones = if self.zoned { self.zones } else { None };
         let (window_start, window_len) = match zones {
             Some(zones) => (
                 file.zone_start,
