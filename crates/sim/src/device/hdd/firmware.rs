@@ -328,35 +328,47 @@ impl Hdd {
     pub(super) fn serve_next(&mut self, now: Nanos) {
         self.write_through_if_due(now);
         let due = self.is_due(now);
-        // Each command's positioning is computed and weighed in one pass.
-        let mut chooser = self.selection.chooser(now, due);
         let under = self.angle_at(now as f64);
         // Only with CDL on may a command have limits ([`Hdd::limits_of`]).
         let limits = self.config.cdl_enable;
-        for queued in self.queued.iter() {
-            if queued.ready_at > now {
-                continue;
+        let candidate = |queued: &Queued, positioning_ns| Candidate {
+            positioning_ns,
+            accepted: queued.accepted,
+            priority: queued.priority,
+            start_by: if limits {
+                self.start_by(queued.slot)
+            } else {
+                None
+            },
+        };
+        let ready = self.queued.iter().filter(|queued| queued.ready_at <= now);
+        let mut chooser = self.selection.chooser(now, due);
+        // Each command's positioning is computed and weighed in one pass: in the plain case
+        // (nothing due or overdue, no limits, no high priority) by a lean pass whose best
+        // alone then competes with a destage, as it would among them all.
+        let plain = if due || limits {
+            None
+        } else {
+            self.selection.plain_best(
+                now,
+                ready
+                    .clone()
+                    .map(|queued| (queued, queued.accepted, queued.priority)),
+                |queued| self.ordering_ns(under, queued),
+            )
+        };
+        match plain {
+            Some(best) => {
+                if let Some((queued, positioning)) = best {
+                    chooser.offer(Choice::Command(queued.slot), candidate(queued, positioning));
+                }
             }
-            let (target, write) = (&queued.target, queued.write);
-            let positioning_ns = match self.config.ncq_order {
-                NcqOrder::Sptf => self.positioning_from_angle(under, self.head, target, write),
-                // The seek alone (and a write's settle): where the sector is on the track is
-                // left to chance.
-                NcqOrder::Sstf => self.seek_ns(self.head, target, write),
-            };
-            chooser.offer(
-                Choice::Command(queued.slot),
-                Candidate {
-                    positioning_ns,
-                    accepted: queued.accepted,
-                    priority: queued.priority,
-                    start_by: if limits {
-                        self.start_by(queued.slot)
-                    } else {
-                        None
-                    },
-                },
-            );
+            None => {
+                for queued in ready {
+                    let positioning = self.ordering_ns(under, queued);
+                    chooser.offer(Choice::Command(queued.slot), candidate(queued, positioning));
+                }
+            }
         }
         let urgent = self.destage_urgent();
         if urgent || self.write_buffer.dirty_sectors() > self.destage_high_water_sectors {
@@ -398,6 +410,19 @@ impl Hdd {
                 Choice::Command(slot) => self.start_command(now, slot),
                 Choice::Destage(first) => self.start_destage(now, first),
             }
+        }
+    }
+
+    /// What the firmware orders `queued` by (`ncq_order`) with `under` under the heads now, ns.
+    #[inline(always)]
+    fn ordering_ns(&self, under: f64, queued: &Queued) -> f64 {
+        match self.config.ncq_order {
+            NcqOrder::Sptf => {
+                self.positioning_from_angle(under, self.head, &queued.target, queued.write)
+            }
+            // The seek alone (and a write's settle): where the sector is on the track is left
+            // to chance.
+            NcqOrder::Sstf => self.seek_ns(self.head, &queued.target, queued.write),
         }
     }
 

@@ -76,6 +76,46 @@ impl Selection {
         chooser.chosen().map(|(index, _)| index)
     }
 
+    /// The choice at `now`, when nothing is due, among commands without limits: the best by
+    /// aged positioning, ties to the earliest accepted, then the first offered; or `None` as
+    /// soon as one is of high priority or overdue, where only [`Selection::chooser`] can
+    /// choose. Among the others it is the chooser's choice, at a fraction of its cost: the
+    /// firmware weighs every queued command at every decision, 32 of them on a full queue.
+    ///
+    /// `candidates` gives each command's choice, accepted time and priority;
+    /// `positioning_ns` computes a choice's positioning time, only while the choice is
+    /// still plain. Returns the chosen one with its positioning time.
+    #[inline]
+    pub fn plain_best<T: Copy>(
+        &self,
+        now: Nanos,
+        candidates: impl IntoIterator<Item = (T, Nanos, CommandPriority)>,
+        positioning_ns: impl Fn(T) -> f64,
+    ) -> Option<Option<(T, f64)>> {
+        let mut best: Option<(T, f64, f64, Nanos)> = None;
+        for (choice, accepted, priority) in candidates {
+            let age = now.saturating_sub(accepted);
+            if priority == CommandPriority::High || age >= self.deadline {
+                return None;
+            }
+            // As [`Chooser::offer`] computes it for a normal command (its credit, 0, is
+            // subtracted there: `x - 0.0` is `x`).
+            let positioning = positioning_ns(choice);
+            let effective = positioning - self.age_weight * nanos_f64(age);
+            let better = match best {
+                None => true,
+                Some((_, _, best_effective, best_accepted)) => {
+                    effective < best_effective
+                        || (effective == best_effective && accepted < best_accepted)
+                }
+            };
+            if better {
+                best = Some((choice, positioning, effective, accepted));
+            }
+        }
+        Some(best.map(|(choice, positioning, _, _)| (choice, positioning)))
+    }
+
     /// A choice at `now` made one candidate at a time ([`Chooser::offer`]), as the firmware
     /// computes each command's positioning: the same choice as [`Selection::choose`] over
     /// the candidates in the order offered, without collecting them first.
@@ -315,5 +355,56 @@ mod tests {
         let candidates = [candidate(0.5, 900), candidate(12.0, 100), candidate(3.0, 500)];
         assert_eq!(selection.choose(&candidates, 1_000_000_000, false), Some(0));
         assert_eq!(selection.choose(&candidates, 1_000_000_000, true), Some(1));
+    }
+
+    proptest::proptest! {
+        /// The plain pass chooses as the chooser does whenever it chooses, and declines
+        /// exactly when some candidate is of high priority or overdue. Positions and accept
+        /// times come from small sets, so that ties (which go to the earliest accepted, then
+        /// the first offered) are frequent.
+        #[test]
+        fn the_plain_pass_chooses_as_the_chooser(
+            commands in proptest::collection::vec((0u8..6, 0u64..8, proptest::bool::weighted(0.1)), 0..12),
+            now_ms in 0u64..40,
+            age_weight in proptest::sample::select(vec![0.0, 0.001, 0.5]),
+            deadline_ms in proptest::sample::select(vec![5u64, 30, u64::MAX / 1_000_000]),
+            credit in proptest::sample::select(vec![f64::INFINITY, 2e6]),
+        ) {
+            let selection = Selection {
+                age_weight,
+                deadline: deadline_ms * 1_000_000,
+                priority_credit_ns: credit,
+                cdl_guard: 0,
+            };
+            let now = now_ms * 1_000_000;
+            let candidates: Vec<Candidate> = commands
+                .iter()
+                .map(|&(position, accepted_ms, high)| Candidate {
+                    positioning_ns: f64::from(position) * 1e6,
+                    accepted: (accepted_ms * 5_000_000).min(now),
+                    priority: if high { CommandPriority::High } else { CommandPriority::Normal },
+                    start_by: None,
+                })
+                .collect();
+            let plain = selection.plain_best(
+                now,
+                candidates.iter().enumerate().map(|(i, c)| (i, c.accepted, c.priority)),
+                |i| candidates[i].positioning_ns,
+            );
+            let declines = candidates.iter().any(|c| {
+                c.priority == CommandPriority::High || now - c.accepted >= selection.deadline
+            });
+            match plain {
+                None => proptest::prop_assert!(declines),
+                Some(best) => {
+                    proptest::prop_assert!(!declines);
+                    let chosen = selection.choose(&candidates, now, false);
+                    proptest::prop_assert_eq!(best.map(|(i, _)| i), chosen);
+                    if let Some((i, positioning)) = best {
+                        proptest::prop_assert_eq!(positioning, candidates[i].positioning_ns);
+                    }
+                }
+            }
+        }
     }
 }
