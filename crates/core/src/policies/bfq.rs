@@ -20,9 +20,14 @@
 //!   more next time, one that timed out twice more, one that went idle four minimum budgets
 //!   less, never beyond `max_budget` nor below a 32nd of it. `max_budget` 0 means automatic:
 //!   the peak rate measured on the device times `timeout_sync` (`bfq_calc_max_budget`).
-//! - **Charging.** A queue is charged the bytes it was served, except when it timed out or is
-//!   seeky: then it is charged at least the share of `max_budget` its time used
-//!   (`bfq_bfqq_charge_time`), so a seeky or slow queue pays for the disk time it took.
+//! - **Charging.** A queue is charged the bytes it was served, except when it is slow, or
+//!   timed out with a third of its budget or more left: then it is charged at least the share
+//!   of `max_budget` its time used (`bfq_bfqq_charge_time`), so a seeky or slow queue pays for
+//!   the disk time it took. Slow is `bfq_bfqq_is_slow`'s: over a turn longer than 20 ms,
+//!   served less than half of `max_budget`; over a shorter one, seeky. As `bfq_bfqq_expire`,
+//!   a queue that used two thirds of its budget before its timeout is charged its bytes (a
+//!   sequential reader unlucky in a slow zone keeps its share of the bandwidth), and a
+//!   weight-raised queue is never charged by time.
 //!   Asynchronous queues are charged three times their bytes (`bfq_async_charge_factor`).
 //! - **Idling** (`bfq_better_to_idle`). When a synchronous queue in service runs out of
 //!   requests, the disk waits up to `slice_idle` for its next one for throughput
@@ -1368,10 +1373,18 @@ impl Bfq {
             return;
         };
 
-        self.idle_until = None;
+        // A turn that ends idle is timed to when the idling began (bfq_bfqq_is_slow with
+        // `compensate`, as the idle timer expires a queue): the wait is not service.
+        let idling_since = match (reason, self.idle_until.take()) {
+            (Expiration::TooIdle, Some(until)) => until.saturating_sub(self.slice_idle),
+            _ => now,
+        };
         let elapsed = self
             .turn_first_dispatch
             .map_or(0, |first| now.saturating_sub(first));
+        let busy = self
+            .turn_first_dispatch
+            .map_or(0, |first| idling_since.saturating_sub(first));
         // Peak rate: a queue that was served sequentially for long enough shows the device.
         let queue = self.queues.get(&key).expect("queue in service exists");
         if !queue.seeky() && elapsed >= 20 * MILLISECOND && self.served > 0 {
@@ -1395,12 +1408,25 @@ impl Bfq {
         } else {
             served * ASYNC_CHARGE_FACTOR
         };
+        // bfq_bfqq_is_slow: over a long enough turn (20 ms) the service says, over a short one
+        // the seekiness.
+        let slow = queue.sync
+            && if busy > 20 * MILLISECOND {
+                served < max_budget / 2
+            } else {
+                queue.seeky()
+            };
+        let timed_out_early = reason == Expiration::BudgetTimeout
+            && queue.budget.saturating_sub(served) >= queue.budget / 3;
         if queue.sync
-            && (reason == Expiration::BudgetTimeout || queue.seeky())
+            && queue.wr_coeff == 1
+            && (slow || timed_out_early)
             && self.timeout_sync > 0
         {
-            // Charged for the disk time it took (bfq_bfqq_charge_time).
-            let by_time = (u128::from(max_budget) * u128::from(elapsed)
+            // Charged for the disk time it took, at most a timeout's (bfq_bfqq_charge_time),
+            // as bfq_bfqq_expire decides: not a raised queue, nor one that used two thirds of
+            // its budget.
+            let by_time = (u128::from(max_budget) * u128::from(busy.min(self.timeout_sync))
                 / u128::from(self.timeout_sync)) as u64;
             charge = charge.max(by_time);
         }
@@ -1930,6 +1956,48 @@ mod tests {
             }
         }
         got
+    }
+
+    /// What one turn that ends at `timeout_sync` (a budget timeout) after serving
+    /// `served_percent` of a 4 MiB budget, with `max_budget` 4 MiB, charges the queue, in
+    /// bytes; `raised`: the queue is weight-raised.
+    fn timed_out_charge(served_percent: u64, raised: bool) -> u64 {
+        let mut policy = unraised();
+        policy.set_tunable("max_budget", 4096).unwrap();
+        let mut r = request(1, Op::Read, 0, 65536);
+        r.flow = FlowId(1);
+        policy.insert(r, 0);
+        let Dispatch::Request(r) = policy.dispatch(0) else {
+            panic!("the reader's request goes out");
+        };
+        policy.completed(&r, MILLISECOND);
+        let key = policy.active.expect("the reader's turn");
+        let queue = policy.queues.get_mut(&key).unwrap();
+        let leaf = queue.leaf;
+        queue.budget = 4 << 20;
+        if raised {
+            queue.wr_coeff = WR_COEFF;
+        }
+        policy.served = (4 << 20) * served_percent / 100;
+        let before = policy.fq.tags(leaf).unwrap().start;
+        let weight = u128::from(policy.fq.weight(leaf).unwrap());
+        policy.expire(policy.timeout_sync, Expiration::BudgetTimeout);
+        // The queue ran empty: its remembered finish is its start moved by the charge.
+        let after = policy.fq.tags(leaf).unwrap().finish;
+        (((after - before) * weight) >> crate::fq::SERVICE_SHIFT) as u64
+    }
+
+    // Proves bfq_bfqq_expire's charging: a queue that timed out with a third of its budget
+    // or more left (here also slow: less than half of max_budget in a long turn) is charged
+    // its time, max_budget for a whole timeout; one that used two thirds of its budget is
+    // charged its bytes, as is a weight-raised queue.
+    #[test]
+    fn a_timeout_charges_time_only_with_a_third_of_the_budget_left() {
+        let mib = 1u64 << 20;
+        let near = |charge: u64, want: u64| charge.abs_diff(want) <= 1;
+        assert!(near(timed_out_charge(40, false), 4 * mib));
+        assert!(near(timed_out_charge(80, false), 4 * mib * 80 / 100));
+        assert!(near(timed_out_charge(40, true), 4 * mib * 40 / 100));
     }
 
     /// BFQ with `low_latency=0`: no weight raising.
