@@ -349,13 +349,19 @@ impl Hdd {
         let plain = if due || limits {
             None
         } else {
-            self.selection.plain_best(
-                now,
-                ready
-                    .clone()
-                    .map(|queued| (queued, queued.accepted, queued.priority)),
-                |queued| self.ordering_ns(under, queued),
-            )
+            let walked = match self.queued.by_cylinder() {
+                Some(by_cylinder) => self.plain_walk(by_cylinder, now, under),
+                None => None,
+            };
+            walked.or_else(|| {
+                self.selection.plain_best(
+                    now,
+                    ready
+                        .clone()
+                        .map(|queued| (queued, queued.accepted, queued.priority)),
+                    |queued| self.ordering_ns(under, queued),
+                )
+            })
         };
         match plain {
             Some(best) => {
@@ -413,9 +419,92 @@ impl Hdd {
         }
     }
 
+    /// [`Selection::plain_best`]'s choice among the ready commands, found by walking `list`
+    /// (the queued commands by cylinder: [`QueuedCommands::by_cylinder`]) out from the head, nearer side first: a side ends at the first command whose
+    /// seek alone, less the largest aging credit, is above the best aged positioning so far.
+    /// Every command beyond it is further, so its seek is no shorter (the seek curve rises:
+    /// [`SeekCurve::rises`]), and its positioning is that seek plus a write's settle and a
+    /// rotational wait, so it cannot win or tie. Ties go as `plain_best`'s: the earliest
+    /// accepted, then the first queued. `None` where `plain_best` would decline (a command of
+    /// high priority or overdue) or the curve does not rise.
+    pub(super) fn plain_walk<'a>(
+        &self,
+        list: &'a [Queued],
+        now: Nanos,
+        under: f64,
+    ) -> Option<Option<(&'a Queued, f64)>> {
+        let selection = &self.selection;
+        if self.queued.high > 0 || !self.seek_rises {
+            return None;
+        }
+        let Some(oldest) = self.queued.oldest_accepted() else {
+            return Some(None);
+        };
+        let max_age = now.saturating_sub(oldest);
+        if max_age >= selection.deadline {
+            return None;
+        }
+        let credit = selection.age_weight * nanos_f64(max_age);
+        let cylinder = self.head.cylinder;
+        let (mut below, mut above) = {
+            let at = list.partition_point(|queued| queued.target.cylinder < cylinder);
+            (at, at)
+        };
+        // The best so far: the command, its positioning, its aged positioning.
+        let mut best: Option<(&Queued, f64, f64)> = None;
+        loop {
+            let down = below.checked_sub(1).map(|index| &list[index]);
+            let up = list.get(above);
+            let (queued, upward) = match (down, up) {
+                (None, None) => break,
+                (Some(down), None) => (down, false),
+                (None, Some(up)) => (up, true),
+                (Some(down), Some(up)) => {
+                    if cylinder - down.target.cylinder <= up.target.cylinder - cylinder {
+                        (down, false)
+                    } else {
+                        (up, true)
+                    }
+                }
+            };
+            let distance = queued.target.cylinder.abs_diff(cylinder);
+            if best.is_some_and(|(_, _, effective)| self.seek.time_ns(distance) - credit > effective)
+            {
+                // This side is done.
+                if upward {
+                    above = list.len();
+                } else {
+                    below = 0;
+                }
+                continue;
+            }
+            if upward {
+                above += 1;
+            } else {
+                below -= 1;
+            }
+            if queued.ready_at > now {
+                continue;
+            }
+            let positioning = self.ordering_ns(under, queued);
+            // As [`Selection::plain_best`] and [`Chooser::offer`] compute it.
+            let age = now.saturating_sub(queued.accepted);
+            let effective = positioning - selection.age_weight * nanos_f64(age);
+            let better = best.is_none_or(|(other, _, best_effective)| {
+                effective < best_effective
+                    || (effective == best_effective
+                        && (queued.accepted, queued.seq) < (other.accepted, other.seq))
+            });
+            if better {
+                best = Some((queued, positioning, effective));
+            }
+        }
+        Some(best.map(|(queued, positioning, _)| (queued, positioning)))
+    }
+
     /// What the firmware orders `queued` by (`ncq_order`) with `under` under the heads now, ns.
     #[inline(always)]
-    fn ordering_ns(&self, under: f64, queued: &Queued) -> f64 {
+    pub(super) fn ordering_ns(&self, under: f64, queued: &Queued) -> f64 {
         match self.config.ncq_order {
             NcqOrder::Sptf => {
                 self.positioning_from_angle(under, self.head, &queued.target, queued.write)
@@ -914,6 +1003,7 @@ impl Hdd {
             accepted: command.accepted,
             bound: command.bound,
             target: self.geometry.locate(command.first),
+            seq: 0,
         };
         self.queued.push(queued);
         self.counters.max_queued = self.counters.max_queued.max(self.queued.len() as u64);

@@ -100,7 +100,7 @@ use geometry::{Format, Geometry, Location};
 use iosched_core::{Nanos, Op, Request};
 use iosched_fio::Parameter;
 use mechanics::{ms_to_nanos, ms_to_ns};
-use ncq::{Candidate, CommandPriority, Selection};
+use ncq::{nanos_f64, Candidate, CommandPriority, Selection};
 use seek::SeekCurve;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -274,35 +274,101 @@ struct Queued {
     accepted: Nanos,
     bound: Nanos,
     target: Location,
+    /// Its place in queueing order (set by [`QueuedCommands::push`]): the list's order, which
+    /// breaks ties in selection.
+    seq: u64,
 }
 
-/// The commands waiting for the mechanism, with the sum of their bounds: [`Hdd::is_due`] reads
-/// it at every decision, so it is kept as commands come and go rather than summed each time.
+/// Queued commands from which they are also kept by cylinder, for [`Hdd::plain_walk`]: with
+/// fewer, [`Selection::plain_best`] weighs them all for less than the walk and the order cost.
+/// They stop being kept by cylinder below half of it, so a queue around it does not rebuild
+/// the order at every command.
+const BY_CYLINDER_FROM: usize = 8;
+
+/// The commands waiting for the mechanism, in queueing order and, from
+/// [`BY_CYLINDER_FROM`] of them, by cylinder; with the sum of their bounds and the count of
+/// high-priority ones: [`Hdd::is_due`] reads the sum at every decision, so it is kept as
+/// commands come and go rather than summed each time, and the plain choice
+/// ([`Hdd::plain_walk`]) walks the cylinders out from the head.
 #[derive(Debug, Default)]
 struct QueuedCommands {
     list: Vec<Queued>,
+    /// The same commands ordered by cylinder, then queueing order, while `sorted`.
+    by_cylinder: Vec<Queued>,
+    sorted: bool,
     /// Exact (no bound is above 2^64 and no queue holds 2^64 commands), so that a removal
     /// takes away what its addition put in; [`QueuedCommands::bounds`] saturates it.
     bounds: u128,
+    /// Commands of [`CommandPriority::High`].
+    high: usize,
+    /// Commands pushed so far: the next one's `seq`.
+    pushed: u64,
 }
 
 impl QueuedCommands {
     fn with_capacity(capacity: usize) -> Self {
         QueuedCommands {
             list: Vec::with_capacity(capacity),
-            bounds: 0,
+            by_cylinder: Vec::with_capacity(capacity),
+            ..Default::default()
         }
     }
 
-    fn push(&mut self, queued: Queued) {
+    #[inline]
+    fn push(&mut self, mut queued: Queued) {
+        queued.seq = self.pushed;
+        self.pushed += 1;
         self.bounds += u128::from(queued.bound);
+        self.high += usize::from(queued.priority == CommandPriority::High);
         self.list.push(queued);
+        if self.sorted {
+            let at = self
+                .by_cylinder
+                .partition_point(|other| other.target.cylinder <= queued.target.cylinder);
+            self.by_cylinder.insert(at, queued);
+        } else if self.list.len() >= BY_CYLINDER_FROM {
+            self.by_cylinder.extend_from_slice(&self.list);
+            self.by_cylinder
+                .sort_unstable_by_key(|queued| (queued.target.cylinder, queued.seq));
+            self.sorted = true;
+        }
     }
 
+    #[inline]
     fn remove(&mut self, index: usize) -> Queued {
         let queued = self.list.remove(index);
         self.bounds -= u128::from(queued.bound);
+        self.high -= usize::from(queued.priority == CommandPriority::High);
+        if self.sorted {
+            self.remove_by_cylinder(&queued);
+        }
         queued
+    }
+
+    /// Takes `queued`, just removed from the list, out of the cylinder order, or stops keeping
+    /// the order below half of [`BY_CYLINDER_FROM`].
+    fn remove_by_cylinder(&mut self, queued: &Queued) {
+        if self.list.len() < BY_CYLINDER_FROM / 2 {
+            self.by_cylinder.clear();
+            self.sorted = false;
+            return;
+        }
+        let key = (queued.target.cylinder, queued.seq);
+        let at = self
+            .by_cylinder
+            .partition_point(|other| (other.target.cylinder, other.seq) < key);
+        debug_assert_eq!(self.by_cylinder[at].seq, queued.seq);
+        self.by_cylinder.remove(at);
+    }
+
+    /// The queued commands by cylinder, then queueing order, if they are kept so.
+    fn by_cylinder(&self) -> Option<&[Queued]> {
+        self.sorted.then_some(&self.by_cylinder[..])
+    }
+
+    /// The earliest accept time among the queued commands, if any.
+    fn oldest_accepted(&self) -> Option<Nanos> {
+        self.list.iter().map(|queued| queued.accepted).min()
     }
 
     /// The sum of the queued commands' bounds, saturated.
@@ -344,6 +410,8 @@ pub struct Hdd {
     failed: Vec<(iosched_core::RequestId, i32)>,
     geometry: Geometry,
     seek: SeekCurve,
+    /// [`SeekCurve::rises`]: the plain choice may walk the cylinders ([`Hdd::plain_walk`]).
+    seek_rises: bool,
     selection: Selection,
     revolution_ns: f64,
     /// `1 / revolution_ns`.
@@ -545,6 +613,7 @@ impl Hdd {
             scratch_due: std::cell::RefCell::new(Vec::with_capacity(queue_depth + 1)),
             counters: Counters::default(),
             geometry,
+            seek_rises: seek.rises(),
             seek,
             config,
         })
@@ -812,3 +881,82 @@ pub const MODEL: super::ModelInfo = super::ModelInfo {
         build: |settings, seed| Ok(Box::new(Hdd::from_settings(settings, seed)?)),
         derived_from: DERIVED_FROM,
 };
+
+#[cfg(test)]
+mod walk_tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The walk out from the head chooses what the plain pass over every ready command
+        /// chooses, with the same positioning, whenever it chooses. Cylinders, angles and
+        /// accept times come from small sets, so that ties are frequent; some commands are
+        /// not ready yet, some are writes, some on another head.
+        #[test]
+        fn the_walk_chooses_as_the_plain_pass(
+            commands in proptest::collection::vec(
+                (0u32..6, 0u32..3, 0u8..4, proptest::bool::ANY, 0u64..6, proptest::bool::weighted(0.15)),
+                0..40,
+            ),
+            head_cylinder in 0u32..6,
+            spread in proptest::sample::select(vec![1u32, 7, 1000, 20_000]),
+            now_ms in 30u64..60,
+            age_weight in proptest::sample::select(vec![0.0, 0.001, 0.05]),
+            deadline_ms in proptest::sample::select(vec![40u64, 1000]),
+        ) {
+            let mut hdd = Hdd::new(HddConfig::default(), 1).unwrap();
+            hdd.selection.age_weight = age_weight;
+            hdd.selection.deadline = deadline_ms * 1_000_000;
+            let now = now_ms * 1_000_000;
+            hdd.head = HeadPosition { cylinder: head_cylinder * spread, head: 0 };
+            for (slot, &(cylinder, head, angle, write, accepted, late)) in commands.iter().enumerate() {
+                hdd.queued.push(Queued {
+                    slot: slot as u32,
+                    write,
+                    priority: CommandPriority::Normal,
+                    ready_at: if late { now + 1 } else { now },
+                    accepted: accepted * 5_000_000,
+                    bound: 0,
+                    target: Location {
+                        zone: 0,
+                        cylinder: cylinder * spread,
+                        head,
+                        sector: 0,
+                        angle: f64::from(angle) / 4.0,
+                    },
+                    seq: 0,
+                });
+            }
+            let under = hdd.angle_at(now as f64);
+            let walked = match hdd.queued.by_cylinder() {
+                Some(by_cylinder) => hdd.plain_walk(by_cylinder, now, under),
+                None => None,
+            };
+            let plain = hdd.selection.plain_best(
+                now,
+                hdd.queued
+                    .iter()
+                    .filter(|queued| queued.ready_at <= now)
+                    .map(|queued| (queued, queued.accepted, queued.priority)),
+                |queued| hdd.ordering_ns(under, queued),
+            );
+            let slots = |choice: Option<Option<(&Queued, f64)>>| {
+                choice.map(|best| best.map(|(queued, positioning)| (queued.slot, positioning)))
+            };
+            // The walk declines where the plain pass does, and otherwise only with too few
+            // commands to keep by cylinder or an overdue one, ready or not.
+            let overdue = hdd
+                .queued
+                .iter()
+                .any(|queued| now - queued.accepted >= hdd.selection.deadline);
+            if plain.is_none() {
+                proptest::prop_assert!(walked.is_none());
+            }
+            if walked.is_none() {
+                proptest::prop_assert!(commands.len() < BY_CYLINDER_FROM || overdue);
+            }
+            if walked.is_some() {
+                proptest::prop_assert_eq!(slots(walked), slots(plain));
+            }
+        }
+    }
+}

@@ -79,8 +79,9 @@ impl Selection {
     /// The choice at `now`, when nothing is due, among commands without limits: the best by
     /// aged positioning, ties to the earliest accepted, then the first offered; or `None` as
     /// soon as one is of high priority or overdue, where only [`Selection::chooser`] can
-    /// choose. Among the others it is the chooser's choice, at a fraction of its cost: the
-    /// firmware weighs every queued command at every decision, 32 of them on a full queue.
+    /// choose. Among the others it is the chooser's choice, at a fraction of its cost per
+    /// command (the firmware's choice on a short queue; a longer one is walked by cylinder,
+    /// `Hdd::plain_walk`, to the same choice).
     ///
     /// `candidates` gives each command's choice, accepted time and priority;
     /// `positioning_ns` computes a choice's positioning time, only while the choice is
@@ -200,7 +201,7 @@ impl<T: Copy> Chooser<T> {
 /// `nanos` as `f64` through `i64`: one instruction where a `u64` takes six, in the loop over
 /// every queued command. The same value below 2^63 ns (292 years), where every age is.
 #[inline(always)]
-fn nanos_f64(nanos: Nanos) -> f64 {
+pub(super) fn nanos_f64(nanos: Nanos) -> f64 {
     nanos.min(i64::MAX as u64) as i64 as f64
 }
 

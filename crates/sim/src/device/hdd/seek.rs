@@ -105,6 +105,16 @@ impl SeekCurve {
         }
     }
 
+    /// Whether the time never falls as the distance grows: no coefficient is negative and a
+    /// single-track seek is no longer than a two-track one. The presets' curves rise; one
+    /// fitted to odd figures may not.
+    pub fn rises(&self) -> bool {
+        self.single_ns >= 0.0
+            && self.linear_ns >= 0.0
+            && self.sqrt_ns >= 0.0
+            && self.single_ns <= self.settle_ns + self.linear_ns + self.sqrt_ns
+    }
+
     /// Cylinders the curve spans.
     pub fn cylinders(&self) -> u32 {
         self.cylinders
