@@ -886,7 +886,76 @@ pub const MODEL: super::ModelInfo = super::ModelInfo {
 mod walk_tests {
     use super::*;
 
+    fn queued(slot: u32, cylinder: u32, high: bool, bound: Nanos) -> Queued {
+        Queued {
+            slot,
+            write: false,
+            priority: if high {
+                CommandPriority::High
+            } else {
+                CommandPriority::Normal
+            },
+            ready_at: 0,
+            accepted: 0,
+            bound,
+            target: Location {
+                zone: 0,
+                cylinder,
+                head: 0,
+                sector: 0,
+                angle: 0.0,
+            },
+            seq: 0,
+        }
+    }
+
     proptest::proptest! {
+        /// Model-based: through any pushes and removals the queue keeps its order, the
+        /// cylinder order (the list sorted by cylinder, then queueing order) from
+        /// `BY_CYLINDER_FROM` commands until fewer than half of that are left, the sum of
+        /// the bounds and the count of high-priority commands.
+        #[test]
+        fn the_queue_keeps_its_orders_and_sums(
+            ops in proptest::collection::vec((proptest::bool::weighted(0.55), 0u32..5, proptest::bool::weighted(0.2), 0usize..64), 0..200),
+        ) {
+            let mut queue = QueuedCommands::with_capacity(4);
+            let mut model: Vec<Queued> = Vec::new();
+            let mut slot = 0;
+            let mut was_sorted = false;
+            for (push, cylinder, high, pick) in ops {
+                if push || model.is_empty() {
+                    slot += 1;
+                    let mut command = queued(slot, cylinder, high, u64::from(slot) * 1000);
+                    queue.push(command);
+                    command.seq = u64::from(slot) - 1;
+                    model.push(command);
+                } else {
+                    let index = pick % model.len();
+                    let removed = queue.remove(index);
+                    proptest::prop_assert_eq!(removed.slot, model.remove(index).slot);
+                }
+                let slots = |list: &[Queued]| list.iter().map(|q| q.slot).collect::<Vec<_>>();
+                proptest::prop_assert_eq!(slots(&queue), slots(&model));
+                let sorted = model.len() >= BY_CYLINDER_FROM
+                    || (was_sorted && model.len() >= BY_CYLINDER_FROM / 2);
+                proptest::prop_assert_eq!(queue.by_cylinder().is_some(), sorted);
+                if let Some(by_cylinder) = queue.by_cylinder() {
+                    let mut expected = model.clone();
+                    expected.sort_by_key(|q| (q.target.cylinder, q.seq));
+                    proptest::prop_assert_eq!(slots(by_cylinder), slots(&expected));
+                }
+                was_sorted = sorted;
+                proptest::prop_assert_eq!(
+                    queue.high,
+                    model.iter().filter(|q| q.priority == CommandPriority::High).count()
+                );
+                proptest::prop_assert_eq!(
+                    queue.bounds(),
+                    model.iter().map(|q| q.bound).sum::<Nanos>()
+                );
+            }
+        }
+
         /// The walk out from the head chooses what the plain pass over every ready command
         /// chooses, with the same positioning, whenever it chooses. Cylinders, angles and
         /// accept times come from small sets, so that ties are frequent; some commands are
