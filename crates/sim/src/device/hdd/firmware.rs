@@ -918,9 +918,7 @@ impl Hdd {
     /// worked out. This runs at every decision of the mechanism.
     pub(super) fn is_due(&self, now: Nanos) -> bool {
         let destage = self.service_bound(self.destage_max_sectors);
-        let mut oldest = self.queued.iter().fold(Nanos::MAX, |oldest, queued| {
-            oldest.min(queued.accepted)
-        });
+        let mut oldest = self.queued.oldest_accepted().unwrap_or(Nanos::MAX);
         let mut all = self.queued.bounds();
         for &slot in self.waiting_for_room.iter().chain(self.flushes.iter()) {
             let (accepted, bound) = self.waiter_bound(slot, destage);

@@ -303,6 +303,10 @@ struct QueuedCommands {
     high: usize,
     /// Commands pushed so far: the next one's `seq`.
     pushed: u64,
+    /// The earliest accept time among them ([`Nanos::MAX`] when there are none), kept as
+    /// they come and go: every decision reads it ([`Hdd::is_due`]), and it is found again
+    /// only when the oldest command leaves.
+    oldest: Nanos,
 }
 
 impl QueuedCommands {
@@ -310,6 +314,7 @@ impl QueuedCommands {
         QueuedCommands {
             list: Vec::with_capacity(capacity),
             by_cylinder: Vec::with_capacity(capacity),
+            oldest: Nanos::MAX,
             ..Default::default()
         }
     }
@@ -320,6 +325,7 @@ impl QueuedCommands {
         self.pushed += 1;
         self.bounds += u128::from(queued.bound);
         self.high += usize::from(queued.priority == CommandPriority::High);
+        self.oldest = self.oldest.min(queued.accepted);
         self.list.push(queued);
         if self.sorted {
             let at = self
@@ -339,6 +345,9 @@ impl QueuedCommands {
         let queued = self.list.remove(index);
         self.bounds -= u128::from(queued.bound);
         self.high -= usize::from(queued.priority == CommandPriority::High);
+        if queued.accepted == self.oldest {
+            self.oldest = self.list.iter().map(|other| other.accepted).min().unwrap_or(Nanos::MAX);
+        }
         if self.sorted {
             self.remove_by_cylinder(&queued);
         }
@@ -368,7 +377,7 @@ impl QueuedCommands {
 
     /// The earliest accept time among the queued commands, if any.
     fn oldest_accepted(&self) -> Option<Nanos> {
-        self.list.iter().map(|queued| queued.accepted).min()
+        (self.oldest != Nanos::MAX).then_some(self.oldest)
     }
 
     /// The sum of the queued commands' bounds, saturated.
@@ -913,7 +922,7 @@ mod walk_tests {
         /// Model-based: through any pushes and removals the queue keeps its order, the
         /// cylinder order (the list sorted by cylinder, then queueing order) from
         /// `BY_CYLINDER_FROM` commands until fewer than half of that are left, the sum of
-        /// the bounds and the count of high-priority commands.
+        /// the bounds, the count of high-priority commands and the oldest accept time.
         #[test]
         fn the_queue_keeps_its_orders_and_sums(
             ops in proptest::collection::vec((proptest::bool::weighted(0.55), 0u32..5, proptest::bool::weighted(0.2), 0usize..64), 0..200),
@@ -926,6 +935,7 @@ mod walk_tests {
                 if push || model.is_empty() {
                     slot += 1;
                     let mut command = queued(slot, cylinder, high, u64::from(slot) * 1000);
+                    command.accepted = u64::from((pick as u32 + cylinder) % 7);
                     queue.push(command);
                     command.seq = u64::from(slot) - 1;
                     model.push(command);
@@ -952,6 +962,10 @@ mod walk_tests {
                 proptest::prop_assert_eq!(
                     queue.bounds(),
                     model.iter().map(|q| q.bound).sum::<Nanos>()
+                );
+                proptest::prop_assert_eq!(
+                    queue.oldest_accepted(),
+                    model.iter().map(|q| q.accepted).min()
                 );
             }
         }
