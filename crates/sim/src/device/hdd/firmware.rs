@@ -420,13 +420,14 @@ impl Hdd {
     }
 
     /// [`Selection::plain_best`]'s choice among the ready commands, found by walking `list`
-    /// (the queued commands by cylinder: [`QueuedCommands::by_cylinder`]) out from the head, nearer side first: a side ends at the first command whose
-    /// seek alone, less the largest aging credit, is above the best aged positioning so far.
-    /// Every command beyond it is further, so its seek is no shorter (the seek curve rises:
-    /// [`SeekCurve::rises`]), and its positioning is that seek plus a write's settle and a
-    /// rotational wait, so it cannot win or tie. Ties go as `plain_best`'s: the earliest
-    /// accepted, then the first queued. `None` where `plain_best` would decline (a command of
-    /// high priority or overdue) or the curve does not rise.
+    /// (the queued commands by cylinder: [`QueuedCommands::by_cylinder`]) out from the head,
+    /// nearer side first: a side ends at the first command whose seek alone, less the largest
+    /// aging credit, is above the best aged positioning so far. Every command beyond it is
+    /// further, so its seek is no shorter (the seek curve rises: [`SeekCurve::rises`]), and
+    /// its positioning is that seek plus a write's settle and a rotational wait, so it cannot
+    /// win or tie. Ties go as `plain_best`'s: the earliest accepted, then the first queued.
+    /// `None` where `plain_best` would decline (a command of high priority or overdue) or the
+    /// curve does not rise.
     pub(super) fn plain_walk<'a>(
         &self,
         list: &'a [Queued],
@@ -489,7 +490,7 @@ impl Hdd {
             let positioning = self.ordering_ns(under, queued);
             // As [`Selection::plain_best`] and [`Chooser::offer`] compute it.
             let age = now.saturating_sub(queued.accepted);
-            let effective = positioning - selection.age_weight * nanos_f64(age);
+            let effective = selection.aged_ns(positioning, age);
             let better = best.is_none_or(|(other, _, best_effective)| {
                 effective < best_effective
                     || (effective == best_effective

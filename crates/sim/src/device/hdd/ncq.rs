@@ -102,7 +102,7 @@ impl Selection {
             // As [`Chooser::offer`] computes it for a normal command (its credit, 0, is
             // subtracted there: `x - 0.0` is `x`).
             let positioning = positioning_ns(choice);
-            let effective = positioning - self.age_weight * nanos_f64(age);
+            let effective = self.aged_ns(positioning, age);
             let better = match best {
                 None => true,
                 Some((_, _, best_effective, best_accepted)) => {
@@ -115,6 +115,14 @@ impl Selection {
             }
         }
         Some(best.map(|(choice, positioning, _, _)| (choice, positioning)))
+    }
+
+    /// `positioning_ns` less the aging credit of a command that has waited `age`: what every
+    /// choice weighs (a high-priority command's credit comes off it after). One formula, so
+    /// that the chooser, the plain pass and the walk round alike.
+    #[inline(always)]
+    pub(super) fn aged_ns(&self, positioning_ns: f64, age: Nanos) -> f64 {
+        positioning_ns - self.age_weight * nanos_f64(age)
     }
 
     /// A choice at `now` made one candidate at a time ([`Chooser::offer`]), as the firmware
@@ -176,7 +184,7 @@ impl<T: Copy> Chooser<T> {
             CommandPriority::High => (0, selection.priority_credit_ns),
             CommandPriority::Normal => (usize::from(self.strict), 0.0),
         };
-        let effective = candidate.positioning_ns - selection.age_weight * nanos_f64(age) - credit;
+        let effective = selection.aged_ns(candidate.positioning_ns, age) - credit;
         let better = match self.best[slot] {
             None => true,
             Some((_, best_effective, best)) => {
