@@ -577,15 +577,26 @@ impl Grouped {
                     // so a reader that thinks between requests held the disk for whole turns
                     // while paying for a few bytes, and its siblings waited seconds for its
                     // virtual time to catch up (found by the starvation guard).
-                    if self.group_idle > 0 && self.charge == 0 && self.others_have_work(group) {
+                    let others = self.others_have_work(group);
+                    if self.group_idle > 0 && self.charge == 0 && others {
                         let until = *self.idle_until.get_or_insert(now + self.group_idle);
                         if now < until {
                             return Dispatch::WaitUntil(until.min(turn_end));
                         }
                     }
-                    self.expire(now);
-                    if self.draining.is_some() {
-                        return Dispatch::Empty;
+                    if !others && self.served_ios == 0 && now == self.turn_start {
+                        // No turn: the group was picked with nothing queued (it stays in the
+                        // race while its requests are on the disk), sent nothing, held the
+                        // disk for no time, and no other group wants it. Charged nothing, as
+                        // the kernel would not have picked it (a group with no queued request
+                        // is not on cfq's or BFQ's service tree).
+                        self.active = None;
+                        self.idle_until = None;
+                    } else {
+                        self.expire(now);
+                        if self.draining.is_some() {
+                            return Dispatch::Empty;
+                        }
                     }
                     if let Some(queue) = self.queues.get(&group) {
                         if queue.queued == 0 && queue.in_flight == 0 {
@@ -743,6 +754,49 @@ mod tests {
             }
         }
         got
+    }
+
+    // Proves a group picked with nothing queued, while its request is on the disk and no other
+    // group has work, is not charged for a turn in which it sent nothing: its virtual start
+    // stays where its last real turn left it. Fails if such empty turns are charged (they
+    // were charged a nanosecond each).
+    #[test]
+    fn an_empty_turn_with_no_one_waiting_is_not_charged() {
+        static CELL: OnceLock<Vec<TunableSpec>> = OnceLock::new();
+        let mut groups = Groups::new();
+        let ids = [groups.intern("/g1").unwrap(), groups.intern("/g2").unwrap()];
+        let mut policy = Grouped::new(
+            "grouped-noop",
+            || Box::new(noop::Noop::new()),
+            noop::TUNABLES,
+            &CELL,
+        );
+        policy.set_groups(&groups);
+        let mut first = request(1, Op::Read, 0, 4096);
+        first.group = ids[0];
+        policy.insert(first, 0);
+        let Dispatch::Request(sent) = policy.dispatch(0) else {
+            panic!("the request is sent");
+        };
+        // The turn that sent it ends at once: charged (1 ns at least).
+        assert!(matches!(policy.dispatch(0), Dispatch::Empty));
+        let leaf = policy.queues[&ids[0]].leaf;
+        let after_turn = policy.fq.tags(leaf).unwrap();
+        assert!(after_turn.start > 0, "the real turn is charged");
+        for at in 1..=5 {
+            assert!(matches!(policy.dispatch(at * MICROSECOND), Dispatch::Empty));
+            assert_eq!(policy.fq.tags(leaf).unwrap(), after_turn, "empty turn at {at} us");
+        }
+        // Another group's request: the first group, picked again, waits group_idle for its
+        // own next request, as before.
+        let mut other = request(2, Op::Read, 1 << 30, 4096);
+        other.group = ids[1];
+        policy.insert(other, 10 * MICROSECOND);
+        assert!(matches!(
+            policy.dispatch(10 * MICROSECOND),
+            Dispatch::WaitUntil(_) | Dispatch::Request(_)
+        ));
+        policy.completed(&sent, 20 * MICROSECOND);
     }
 
     // Proves groups share disk time by io.weight: a 1000-weight group's reader gets twice the
