@@ -34,6 +34,7 @@ pub mod iocost;
 pub mod iolatency;
 pub mod ioprio;
 pub mod limits;
+pub mod ordmap;
 pub mod policies;
 pub mod policy;
 pub mod qos;

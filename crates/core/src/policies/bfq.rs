@@ -96,6 +96,7 @@ use super::PolicyInfo;
 use crate::fq::{CgroupTree, FairQueue, LeafId};
 use crate::group::{GroupId, Groups};
 use crate::ioprio::IoPrioClass;
+use crate::ordmap::OrdMap;
 use crate::policy::{Dispatch, Policy};
 use crate::request::{
     merge_back, merge_front, mergeable, FlowId, MergeLimits, Op, Request, RequestId,
@@ -389,8 +390,8 @@ struct Queue {
     /// What requests find it by.
     key: QueueKey,
     leaf: LeafId,
-    sort: BTreeMap<(u64, RequestId), Entry>,
-    fifo: BTreeMap<(Nanos, RequestId), u64>,
+    sort: OrdMap<(u64, RequestId), Entry>,
+    fifo: OrdMap<(Nanos, RequestId), u64>,
     in_flight: usize,
     budget: u64,
     sync: bool,
@@ -1099,8 +1100,8 @@ impl Bfq {
         let id = self.queues.insert(Queue {
             key,
             leaf,
-            sort: BTreeMap::new(),
-            fifo: BTreeMap::new(),
+            sort: OrdMap::new(),
+            fifo: OrdMap::new(),
             in_flight: 0,
             budget,
             sync: request.sync,

@@ -55,13 +55,13 @@
 
 use super::PolicyInfo;
 use crate::group::Groups;
+use crate::ordmap::OrdMap;
 use crate::policy::{Dispatch, Policy};
 use crate::qos::Qos;
 use crate::request::{FlowId, MergeLimits, Request};
 use crate::time::{Nanos, MILLISECOND};
 use crate::tunable::{self, TunableError, TunableSpec, Unit};
 use rustc_hash::FxHashMap;
-use std::collections::BTreeSet;
 
 /// dass's tunables.
 pub const TUNABLES: &[TunableSpec] = &[
@@ -170,7 +170,7 @@ pub struct Dass {
     /// where a B-tree cost a descent for each of the three lookups of a request's life).
     inside: FxHashMap<u64, Inside>,
     /// Queued requests by (arrival, id), per direction (reads 0, writes 1), for their ages.
-    ages: [BTreeSet<(Nanos, u64)>; 2],
+    ages: [OrdMap<(Nanos, u64), ()>; 2],
     /// Dispatched requests (by carrier id): the candidate that dispatched them.
     owners: FxHashMap<u64, usize>,
     /// The period under way: its start, the largest latencies, completions.
@@ -227,7 +227,7 @@ impl Dass {
             flow_qos: Vec::new(),
             values,
             inside: FxHashMap::default(),
-            ages: [BTreeSet::new(), BTreeSet::new()],
+            ages: [OrdMap::new(), OrdMap::new()],
             owners: FxHashMap::default(),
             period_start: None,
             max_latency: [0; 2],
@@ -437,7 +437,7 @@ impl Dass {
         }
         let pct = u128::from(self.value("predict_pct"));
         let late = (0..2).any(|dir| {
-            self.ages[dir].first().is_some_and(|&(arrival, _)| {
+            self.ages[dir].first().is_some_and(|(&(arrival, _), _)| {
                 u128::from(now.saturating_sub(arrival)) * 100 >= u128::from(self.bound(dir)) * pct
             })
         });
@@ -467,7 +467,7 @@ impl Dass {
     /// Original request `id`, arrived at `arrival`, is queued in the active candidate.
     fn enter(&mut self, id: u64, arrival: Nanos, write: bool) {
         self.inside.entry(id).or_insert(Inside { arrival, write });
-        self.ages[usize::from(write)].insert((arrival, id));
+        self.ages[usize::from(write)].insert((arrival, id), ());
     }
 }
 
@@ -546,7 +546,7 @@ impl Policy for Dass {
         let owner = self.owners.remove(&request.id.0).unwrap_or(self.active);
         for id in std::iter::once(request.id).chain(request.merged.iter().copied()) {
             if let Some(inside) = self.inside.get(&id.0) {
-                self.ages[usize::from(inside.write)].insert((inside.arrival, id.0));
+                self.ages[usize::from(inside.write)].insert((inside.arrival, id.0), ());
             }
         }
         if owner == self.active {

@@ -22,13 +22,14 @@
 
 use super::PolicyInfo;
 use crate::ioprio::IoPrioClass;
+use crate::ordmap::OrdMap;
 use crate::policy::{Dispatch, Policy};
 use crate::request::{
     merge_back, merge_front, mergeable, Direction, MergeLimits, Request, RequestId,
 };
 use crate::time::{from_millis, Nanos, MILLISECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// mq-deadline's tunables, named and defaulted as in Linux.
 pub const TUNABLES: &[TunableSpec] = &[
@@ -136,8 +137,8 @@ struct Entry {
 /// One priority level's queues (`struct dd_per_prio`).
 #[derive(Debug, Default)]
 struct Level {
-    sort: [BTreeMap<SortKey, Entry>; 2],
-    fifo: [BTreeMap<FifoKey, u64>; 2],
+    sort: [OrdMap<SortKey, Entry>; 2],
+    fifo: [OrdMap<FifoKey, u64>; 2],
     latest_pos: [u64; 2],
     /// Requests of this level inserted and not yet completed (queued or in flight).
     pending: u32,

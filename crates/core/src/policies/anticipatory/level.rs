@@ -14,8 +14,8 @@ pub(super) struct Entry {
 /// One priority level's queues.
 #[derive(Debug, Default)]
 pub(super) struct Level {
-    pub(super) sort: [BTreeMap<SortKey, Entry>; 2],
-    pub(super) fifo: [BTreeMap<(Nanos, RequestId), u64>; 2],
+    pub(super) sort: [OrdMap<SortKey, Entry>; 2],
+    pub(super) fifo: [OrdMap<(Nanos, RequestId), u64>; 2],
     /// Tokens left this round.
     pub(super) tokens: u64,
     /// When the level was last served, or began waiting; `None` while it is empty.

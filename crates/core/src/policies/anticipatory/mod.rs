@@ -72,7 +72,8 @@ use crate::time::{from_millis, Nanos, MILLISECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
 use antic::{Antic, FlowStats};
 use level::{Entry, Level, SortKey};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use crate::ordmap::OrdMap;
+use std::collections::{HashMap, VecDeque};
 
 /// The anticipatory scheduler's tunables: Linux's five (defaults at HZ=1000) and the three of
 /// seed 000's priority scheme.

@@ -147,6 +147,7 @@ mod tests;
 
 use super::PolicyInfo;
 use crate::ioprio::{IoPrio, IoPrioClass};
+use crate::ordmap::OrdMap;
 use crate::policy::{Dispatch, Policy};
 use crate::request::{merge_back, merge_front, mergeable, FlowId, MergeLimits, Request, RequestId};
 use crate::time::{from_millis, Nanos, MILLISECOND, SECOND};
@@ -399,7 +400,7 @@ const MERGES_MAX: usize = 4096;
 pub struct Cfq {
     queues: KeyedSlab<Queue>,
     /// Busy queues of each service tree ([`tree_index`]) by `(rb_key, insertion number)`.
-    trees: [BTreeMap<(i64, u64), QueueKey>; TREES],
+    trees: [OrdMap<(i64, u64), QueueKey>; TREES],
     /// The busy sync RT and BE queues with a next request by (RT, level, where the next
     /// request starts): the kernel's `prio_trees`, where [`Cfq::close_cooperator`] finds the
     /// queue nearest the head without looking at every busy one.

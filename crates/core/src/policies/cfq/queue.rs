@@ -19,9 +19,9 @@ pub(super) struct Queue {
     pub(super) level: u8,
     pub(super) sync: bool,
     /// Queued requests by offset (`sort_list`).
-    pub(super) sort: BTreeMap<SortKey, Entry>,
+    pub(super) sort: OrdMap<SortKey, Entry>,
     /// Queued requests by FIFO expiry time, mapping to their offset.
-    pub(super) fifo: BTreeMap<(Nanos, RequestId), u64>,
+    pub(super) fifo: OrdMap<(Nanos, RequestId), u64>,
     /// The request to serve next unless the FIFO says otherwise (`next_rq`); `Some` exactly when
     /// `sort` is not empty.
     pub(super) next: Option<SortKey>,
@@ -46,8 +46,8 @@ impl Queue {
             class,
             level,
             sync,
-            sort: BTreeMap::new(),
-            fifo: BTreeMap::new(),
+            sort: OrdMap::new(),
+            fifo: OrdMap::new(),
             next: None,
             dispatched: 0,
             tree_key: None,

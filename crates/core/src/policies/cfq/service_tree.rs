@@ -16,7 +16,7 @@ pub(super) enum Select {
 impl Cfq {
     /// Queues on the service trees (`busy_queues`).
     pub(super) fn busy_queues(&self) -> usize {
-        self.trees.iter().map(BTreeMap::len).sum()
+        self.trees.iter().map(OrdMap::len).sum()
     }
 
     /// The workload type of a queue (`cfqq_type`): async, sync without idling, or sync.
