@@ -136,7 +136,7 @@ pub struct Elevator {
     /// Requests each direction holds (queued or in flight), reads then writes.
     held_by_direction: [usize; 2],
     /// Requests each group holds (queued in the policy or in flight), when limited.
-    per_group: std::collections::HashMap<crate::group::GroupId, u32>,
+    per_group: rustc_hash::FxHashMap<crate::group::GroupId, u32>,
     in_flight: usize,
     stats: ElevatorStats,
 }
@@ -158,7 +158,7 @@ impl Elevator {
             nr_group_requests: 0,
             per_direction: false,
             held_by_direction: [0; 2],
-            per_group: std::collections::HashMap::new(),
+            per_group: rustc_hash::FxHashMap::default(),
             in_flight: 0,
             stats: ElevatorStats::default(),
         }

@@ -62,7 +62,8 @@ use crate::qos::{Qos, QosKey, QosTable, Rate};
 use crate::request::{FlowId, Request};
 use crate::time::{from_millis, Nanos, MILLISECOND, SECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 
 /// mClock's tunables, with dmclock's names and defaults.
 pub const TUNABLES: &[TunableSpec] = &[

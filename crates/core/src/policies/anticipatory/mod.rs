@@ -73,7 +73,8 @@ use crate::tunable::{TunableError, TunableSpec, Unit};
 use antic::{Antic, FlowStats};
 use level::{Entry, Level, SortKey};
 use crate::ordmap::OrdMap;
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 
 /// The anticipatory scheduler's tunables: Linux's five (defaults at HZ=1000) and the three of
 /// seed 000's priority scheme.
@@ -261,7 +262,7 @@ impl Anticipatory {
             levels: (0..LEVELS).map(|_| Level::default()).collect(),
             requeued: VecDeque::new(),
             queued: 0,
-            flows: HashMap::new(),
+            flows: HashMap::default(),
             new_ttime_total: 0,
             new_ttime_mean: 0,
             new_seek_total: 0,
