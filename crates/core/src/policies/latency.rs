@@ -85,14 +85,14 @@
 //! Everything is bounded: the queues by the elevator's `nr_requests`, the record of requests in
 //! flight likewise, and the controller is a handful of integers.
 
+use super::noop::MergeFifo;
 use super::PolicyInfo;
 use crate::ioprio::{IoPrio, IoPrioClass};
 use crate::policy::{Dispatch, Policy};
-use crate::request::{merge_back, merge_front, mergeable, MergeLimits, Request, RequestId};
+use crate::request::{MergeLimits, Request, RequestId};
 use crate::time::{from_micros, from_millis, Nanos, MICROSECOND, MILLISECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 
 /// The latency policy's tunables.
 pub const TUNABLES: &[TunableSpec] = &[
@@ -185,7 +185,7 @@ struct InFlight {
 /// The latency policy.
 #[derive(Debug)]
 pub struct Latency {
-    queues: [VecDeque<Request>; RANKS],
+    queues: [MergeFifo; RANKS],
     queued: usize,
     /// Requests of each rank queued or in flight.
     pending: [u32; RANKS],
@@ -469,7 +469,7 @@ impl Policy for Latency {
     fn queued(&self) -> usize {
         debug_assert_eq!(
             self.queued,
-            self.queues.iter().map(VecDeque::len).sum::<usize>()
+            self.queues.iter().map(MergeFifo::len).sum::<usize>()
         );
         self.queued
     }
@@ -505,22 +505,8 @@ impl Latency {
         _now: Nanos,
     ) -> Result<(), Request> {
         // Requests of one priority only merge with each other, so one rank's queue holds every
-        // candidate; newest first, as a stream continues what it queued last.
-        let queue = &mut self.queues[rank(&request)];
-        let target = queue.iter().rposition(|queued| {
-            (queued.end() == request.offset || request.end() == queued.offset)
-                && mergeable(queued, &request, limits)
-        });
-        let Some(index) = target else {
-            return Err(request);
-        };
-        let queued = &mut queue[index];
-        if queued.end() == request.offset {
-            merge_back(queued, request);
-        } else {
-            merge_front(queued, request);
-        }
-        Ok(())
+        // candidate; the newest, as a stream continues what it queued last.
+        self.queues[rank(&request)].merge(request, limits, false)
     }
 
     /// Queues a request.
@@ -609,7 +595,7 @@ impl Latency {
         let mut all: Vec<Request> = Vec::with_capacity(self.queued);
         for (rank, queue) in self.queues.iter_mut().enumerate() {
             self.pending[rank] -= queue.len() as u32;
-            all.extend(queue.drain(..));
+            queue.drain_into(&mut all);
         }
         all.sort_by_key(|r| (r.arrival, r.id));
         out.extend(all);

@@ -99,7 +99,8 @@ impl Index {
     }
 }
 
-/// The noop policy.
+/// A FIFO of requests whose merge partners are looked up, not searched for: noop's queue, and
+/// each of the latency policy's ranks.
 ///
 /// The queue is kept in arrival order, each request with its position (a requeued request
 /// takes one before everything), and every queued request is also indexed by its first byte
@@ -107,7 +108,7 @@ impl Index {
 /// request's ends rather than by a pass over the queue: with 4096 jobs and
 /// `nr_requests=8192`, the pass made the simulation 2.5x slower.
 #[derive(Debug)]
-pub struct Noop {
+pub(super) struct MergeFifo {
     fifo: VecDeque<(u64, Request)>,
     starts: Index,
     ends: Index,
@@ -116,16 +117,9 @@ pub struct Noop {
     front: u64,
 }
 
-impl Default for Noop {
+impl Default for MergeFifo {
     fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Noop {
-    /// An empty queue.
-    pub fn new() -> Self {
-        Noop {
+        MergeFifo {
             fifo: VecDeque::new(),
             starts: Index::default(),
             ends: Index::default(),
@@ -133,7 +127,9 @@ impl Noop {
             front: u64::MAX / 2 - 1,
         }
     }
+}
 
+impl MergeFifo {
     fn index(&mut self, position: u64, request: &Request) {
         self.starts.insert(request.offset, position);
         self.ends.insert(request.end(), position);
@@ -198,21 +194,17 @@ impl Noop {
         self.unindex(fold, &folded);
         self.absorb(keep, folded);
     }
-}
 
-impl Policy for Noop {
-    fn name(&self) -> &'static str {
-        "noop"
-    }
-
-    fn try_merge(
+    /// Merges `request` into the newest queued request it continues or precedes (a
+    /// streaming writer's next request continues the one it just queued); with `fold`, a
+    /// neighbour that then touches the grown request is folded into it as well (noop's
+    /// gap filling). Hands `request` back when nothing takes it.
+    pub(super) fn merge(
         &mut self,
         request: Request,
         limits: MergeLimits,
-        _now: Nanos,
+        fold: bool,
     ) -> Result<(), Request> {
-        // The newest partner: a streaming writer's next request continues the one it just
-        // queued.
         let newest = |index: &Index, at: u64| {
             index
                 .at(at)
@@ -226,42 +218,104 @@ impl Policy for Noop {
             return Err(request);
         };
         self.absorb(position, request);
-        self.merge_neighbours(position, limits);
+        if fold {
+            self.merge_neighbours(position, limits);
+        }
         Ok(())
     }
 
-    fn insert(&mut self, request: Request, _now: Nanos) {
+    /// Queues `request` last.
+    pub(super) fn push_back(&mut self, request: Request) {
         let position = self.back;
         self.back += 1;
         self.index(position, &request);
         self.fifo.push_back((position, request));
     }
 
-    fn dispatch(&mut self, _now: Nanos) -> Dispatch {
-        match self.fifo.pop_front() {
-            Some((position, request)) => {
-                self.unindex(position, &request);
-                Dispatch::Request(request)
-            }
-            None => Dispatch::Empty,
-        }
-    }
-
-    fn requeue(&mut self, request: Request, _now: Nanos) {
+    /// Queues `request` first (a requeue).
+    pub(super) fn push_front(&mut self, request: Request) {
         let position = self.front;
         self.front -= 1;
         self.index(position, &request);
         self.fifo.push_front((position, request));
     }
 
-    fn queued(&self) -> usize {
+    /// Takes the first request.
+    pub(super) fn pop_front(&mut self) -> Option<Request> {
+        let (position, request) = self.fifo.pop_front()?;
+        self.unindex(position, &request);
+        Some(request)
+    }
+
+    /// The first request.
+    pub(super) fn front(&self) -> Option<&Request> {
+        self.fifo.front().map(|(_, request)| request)
+    }
+
+    pub(super) fn len(&self) -> usize {
         self.fifo.len()
     }
 
-    fn drain(&mut self, out: &mut Vec<Request>) {
+    pub(super) fn is_empty(&self) -> bool {
+        self.fifo.is_empty()
+    }
+
+    /// Moves every request to `out`, in queue order.
+    pub(super) fn drain_into(&mut self, out: &mut Vec<Request>) {
         self.starts.clear();
         self.ends.clear();
         out.extend(self.fifo.drain(..).map(|(_, request)| request));
+    }
+}
+
+/// The noop policy: one [`MergeFifo`].
+#[derive(Debug, Default)]
+pub struct Noop {
+    queue: MergeFifo,
+}
+
+impl Noop {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Noop::default()
+    }
+}
+
+impl Policy for Noop {
+    fn name(&self) -> &'static str {
+        "noop"
+    }
+
+    fn try_merge(
+        &mut self,
+        request: Request,
+        limits: MergeLimits,
+        _now: Nanos,
+    ) -> Result<(), Request> {
+        self.queue.merge(request, limits, true)
+    }
+
+    fn insert(&mut self, request: Request, _now: Nanos) {
+        self.queue.push_back(request);
+    }
+
+    fn dispatch(&mut self, _now: Nanos) -> Dispatch {
+        match self.queue.pop_front() {
+            Some(request) => Dispatch::Request(request),
+            None => Dispatch::Empty,
+        }
+    }
+
+    fn requeue(&mut self, request: Request, _now: Nanos) {
+        self.queue.push_front(request);
+    }
+
+    fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn drain(&mut self, out: &mut Vec<Request>) {
+        self.queue.drain_into(out);
     }
 }
 
@@ -304,6 +358,15 @@ mod tests {
 
     impl Model {
         fn try_merge(&mut self, request: Request, limits: MergeLimits) -> Result<(), Request> {
+            self.merge(request, limits, true)
+        }
+
+        fn merge(
+            &mut self,
+            request: Request,
+            limits: MergeLimits,
+            fold: bool,
+        ) -> Result<(), Request> {
             let target = self.fifo.iter().rposition(|queued| {
                 (queued.end() == request.offset || request.end() == queued.offset)
                     && mergeable(queued, &request, limits)
@@ -316,6 +379,9 @@ mod tests {
                 merge_back(queued, request);
             } else {
                 merge_front(queued, request);
+            }
+            if !fold {
+                return Ok(());
             }
             let grown = &self.fifo[index];
             let (start, end) = (grown.offset, grown.end());
@@ -387,7 +453,51 @@ mod tests {
             let mut rest = Vec::new();
             policy.drain(&mut rest);
             proptest::prop_assert_eq!(rest, Vec::from(model.fifo));
-            proptest::prop_assert!(policy.starts.is_empty() && policy.ends.is_empty());
+            proptest::prop_assert!(policy.queue.starts.is_empty() && policy.queue.ends.is_empty());
+        }
+    }
+
+    proptest::proptest! {
+        // Proves the queue without folding (each of the latency policy's ranks) merges as a
+        // list searched from its end does, the newest partner first, over random merges,
+        // pops and requeues. Fails if the index picks another partner than the newest.
+        #[test]
+        fn without_folding_agrees_with_a_list_searched_end_to_end(
+            ops in proptest::collection::vec((0u8..6, 0u64..24, 1u64..4, proptest::bool::ANY), 1..200)
+        ) {
+            let mut queue = MergeFifo::default();
+            let mut model = Model::default();
+            let mut taken: Vec<Request> = Vec::new();
+            for (id, (op, block, blocks, write)) in (1u64..).zip(ops) {
+                let dir = if write { Op::Write } else { Op::Read };
+                let fresh = request(id, dir, block * 4096, blocks * 4096);
+                match op {
+                    0..=2 => {
+                        let ours = queue.merge(fresh.clone(), LIMITS, false);
+                        let theirs = model.merge(fresh, LIMITS, false);
+                        proptest::prop_assert_eq!(ours.is_ok(), theirs.is_ok());
+                        if let (Err(ours), Err(_)) = (ours, theirs) {
+                            queue.push_back(ours.clone());
+                            model.fifo.push_back(ours);
+                        }
+                    }
+                    3 | 4 => {
+                        let ours = queue.pop_front();
+                        proptest::prop_assert_eq!(&ours, &model.fifo.pop_front());
+                        taken.extend(ours);
+                    }
+                    _ => {
+                        if let Some(back) = taken.pop() {
+                            queue.push_front(back.clone());
+                            model.fifo.push_front(back);
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(queue.front(), model.fifo.front());
+            }
+            let mut rest = Vec::new();
+            queue.drain_into(&mut rest);
+            proptest::prop_assert_eq!(rest, Vec::from(model.fifo));
         }
     }
 
