@@ -374,6 +374,34 @@ enum QueueKey {
     Async(usize, u8),
 }
 
+/// An entry of [`Cfq::close_index`]: (RT, level, where the queue's next request starts, its
+/// flow), packed in that order into one number, so that the index compares one `u128` where
+/// it compared four fields (at 1024 busy queues its updates were 8% of cfq's cost). Only sync
+/// queues are indexed, and a sync queue is its flow's: the flow names the queue, and the
+/// order is the tuple's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct CloseKey(u128);
+
+impl CloseKey {
+    fn new(rt: bool, level: u8, at: u64, flow: FlowId) -> Self {
+        CloseKey(
+            (u128::from(rt) << 104)
+                | (u128::from(level) << 96)
+                | (u128::from(at) << 32)
+                | u128::from(flow.0),
+        )
+    }
+
+    /// Where the queue's next request starts.
+    fn at(self) -> u64 {
+        (self.0 >> 32) as u64
+    }
+
+    fn queue(self) -> QueueKey {
+        QueueKey::Sync(FlowId(self.0 as u32))
+    }
+}
+
 fn queue_key(request: &Request) -> QueueKey {
     if request.sync {
         QueueKey::Sync(request.flow)
@@ -404,7 +432,7 @@ pub struct Cfq {
     /// The busy sync RT and BE queues with a next request by (RT, level, where the next
     /// request starts): the kernel's `prio_trees`, where [`Cfq::close_cooperator`] finds the
     /// queue nearest the head without looking at every busy one.
-    close_index: BTreeSet<(bool, u8, u64, QueueKey)>,
+    close_index: BTreeSet<CloseKey>,
     /// Whether `close_index` is kept (from [`CLOSE_INDEX_FROM`] busy queues until fewer than
     /// [`CLOSE_INDEX_BELOW`]); without it [`Cfq::close_cooperator`] looks at each busy queue.
     close_indexed: bool,

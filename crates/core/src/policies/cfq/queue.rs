@@ -248,7 +248,8 @@ impl Cfq {
         }
         if busy < CLOSE_INDEX_BELOW {
             self.close_indexed = false;
-            for (_, _, _, other) in std::mem::take(&mut self.close_index) {
+            for entry in std::mem::take(&mut self.close_index) {
+                let other = entry.queue();
                 self.queues.get_mut(&other).expect("indexed queue is live").close_entry = None;
             }
             return;
@@ -268,11 +269,14 @@ impl Cfq {
         if queue.close_entry == entry {
             return;
         }
+        let QueueKey::Sync(flow) = key else {
+            unreachable!("only sync queues are indexed");
+        };
         if let Some((rt, level, at)) = queue.close_entry {
-            self.close_index.remove(&(rt, level, at, key));
+            self.close_index.remove(&CloseKey::new(rt, level, at, flow));
         }
         if let Some((rt, level, at)) = entry {
-            self.close_index.insert((rt, level, at, key));
+            self.close_index.insert(CloseKey::new(rt, level, at, flow));
         }
         queue.close_entry = entry;
     }

@@ -405,7 +405,7 @@ impl Cfq {
         };
         // Outward from the head on each side, nearest first, until past the nearest found (at
         // an equal distance, the least key, as on one side the keys come in reverse).
-        let (first, last) = (QueueKey::Sync(FlowId(0)), QueueKey::Async(usize::MAX, u8::MAX));
+        let (first, last) = (FlowId(0), FlowId(u32::MAX));
         let mut best: Option<(u64, QueueKey)> = None;
         let mut consider = |distance: u64, other: QueueKey| {
             if best.is_some_and(|(nearest, _)| distance > nearest) {
@@ -416,18 +416,18 @@ impl Cfq {
             }
             true
         };
-        let below = (rt, level, position.saturating_sub(CLOSE_COOPERATOR), first)
-            ..=(rt, level, position, last);
-        for &(_, _, at, other) in self.close_index.range(below).rev() {
-            if !consider(position - at, other) {
+        let below = CloseKey::new(rt, level, position.saturating_sub(CLOSE_COOPERATOR), first)
+            ..=CloseKey::new(rt, level, position, last);
+        for entry in self.close_index.range(below).rev() {
+            if !consider(position - entry.at(), entry.queue()) {
                 break;
             }
         }
         if let Some(above) = position.checked_add(1) {
-            let above =
-                (rt, level, above, first)..=(rt, level, position.saturating_add(CLOSE_COOPERATOR), last);
-            for &(_, _, at, other) in self.close_index.range(above) {
-                if !consider(at - position, other) {
+            let above = CloseKey::new(rt, level, above, first)
+                ..=CloseKey::new(rt, level, position.saturating_add(CLOSE_COOPERATOR), last);
+            for entry in self.close_index.range(above) {
+                if !consider(entry.at() - position, entry.queue()) {
                     break;
                 }
             }
