@@ -1193,7 +1193,9 @@ impl Stage for Iocost {
                 self.kick(g, now);
             }
         }
-        out.extend(self.ready.drain(..));
+        if !self.ready.is_empty() {
+            out.extend(self.ready.drain(..));
+        }
     }
 
     fn next_release(&mut self, now: Nanos) -> Option<Nanos> {

@@ -458,7 +458,9 @@ impl Stage for Iolatency {
             }
         }
         self.wake();
-        out.extend(self.ready.drain(..));
+        if !self.ready.is_empty() {
+            out.extend(self.ready.drain(..));
+        }
     }
 
     fn next_release(&mut self, now: Nanos) -> Option<Nanos> {

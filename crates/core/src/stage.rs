@@ -354,6 +354,10 @@ impl Stage for Throttle {
     }
 
     fn release(&mut self, now: Nanos, out: &mut VecDeque<Request>) {
+        if self.held == 0 && self.queues.is_empty() {
+            // Nothing held (the pass below would find no head; asked at every dispatch).
+            return;
+        }
         // One request per queue per pass, in turn, so children of a limited parent take turns
         // (the parent's service queue is round robin in Linux).
         loop {
@@ -621,6 +625,12 @@ impl Stage for Ioband {
     }
 
     fn release(&mut self, now: Nanos, out: &mut VecDeque<Request>) {
+        if self.held == 0 && self.queues.is_empty() {
+            // Nothing held (asked at every dispatch). The quiet groups whose grace ran out
+            // are dropped at the next pass with requests held, before `next_release` (asked
+            // only then) reads them; `active` checks the grace itself.
+            return;
+        }
         self.went_idle
             .retain(|_, at| now.saturating_sub(*at) < self.idle_grace);
         loop {
