@@ -434,10 +434,6 @@ mod tests {
     }
 
     impl Model {
-        fn try_merge(&mut self, request: Request, limits: MergeLimits) -> Result<(), Request> {
-            self.merge(request, limits, true)
-        }
-
         fn merge(
             &mut self,
             request: Request,
@@ -482,70 +478,18 @@ mod tests {
     }
 
     proptest::proptest! {
-        // Proves the indexed queue behaves as the list it replaced: the same merges (which
-        // request absorbs which, with what companions) and the same dispatch order, over
-        // random inserts, merges, dispatches and requeues of reads and writes in a small
-        // space where requests often touch.
+        // Proves the queue behaves as the list it replaced: the same merges (which request
+        // absorbs which, with what companions) and the same order out, over random merges,
+        // pops and requeues of reads and writes in a small space where requests often touch;
+        // with noop's folding of the neighbour a merge makes touch, and without it (each of the
+        // latency policy's ranks); indexed from 4 queued requests (down below 2), so that both
+        // ways and the changes between them are held to the list, or from the usual 32.
+        // Fails if the index picks another partner than the newest.
         #[test]
         fn agrees_with_a_list_searched_end_to_end(
             ops in proptest::collection::vec((0u8..6, 0u64..24, 1u64..4, proptest::bool::ANY), 1..200),
             small in proptest::bool::ANY,
-        ) {
-            // Indexed from 4 queued requests (down below 2) or from the usual 32.
-            let mut policy = Noop {
-                queue: if small { MergeFifo::with_thresholds(4, 2) } else { MergeFifo::default() },
-            };
-            let mut model = Model::default();
-            let mut taken: Vec<Request> = Vec::new();
-            for (id, (op, block, blocks, write)) in (1u64..).zip(ops) {
-                let dir = if write { Op::Write } else { Op::Read };
-                let fresh = request(id, dir, block * 4096, blocks * 4096);
-                match op {
-                    0..=2 => {
-                        let ours = policy.try_merge(fresh.clone(), LIMITS, 0);
-                        let theirs = model.try_merge(fresh, LIMITS);
-                        proptest::prop_assert_eq!(ours.is_ok(), theirs.is_ok());
-                        if let (Err(ours), Err(_)) = (ours, theirs) {
-                            policy.insert(ours.clone(), 0);
-                            model.fifo.push_back(ours);
-                        }
-                    }
-                    3 | 4 => {
-                        let ours = policy.dispatch(0);
-                        let theirs = model.fifo.pop_front();
-                        match (ours, theirs) {
-                            (Dispatch::Request(ours), Some(theirs)) => {
-                                proptest::prop_assert_eq!(&ours, &theirs);
-                                taken.push(ours);
-                            }
-                            (Dispatch::Empty, None) => {}
-                            (ours, theirs) => proptest::prop_assert!(false, "{ours:?} vs {theirs:?}"),
-                        }
-                    }
-                    _ => {
-                        if let Some(back) = taken.pop() {
-                            policy.requeue(back.clone(), 0);
-                            model.fifo.push_front(back);
-                        }
-                    }
-                }
-                proptest::prop_assert_eq!(policy.queued(), model.fifo.len());
-            }
-            let mut rest = Vec::new();
-            policy.drain(&mut rest);
-            proptest::prop_assert_eq!(rest, Vec::from(model.fifo));
-            proptest::prop_assert!(policy.queue.starts.is_empty() && policy.queue.ends.is_empty());
-        }
-    }
-
-    proptest::proptest! {
-        // Proves the queue without folding (each of the latency policy's ranks) merges as a
-        // list searched from its end does, the newest partner first, over random merges,
-        // pops and requeues. Fails if the index picks another partner than the newest.
-        #[test]
-        fn without_folding_agrees_with_a_list_searched_end_to_end(
-            ops in proptest::collection::vec((0u8..6, 0u64..24, 1u64..4, proptest::bool::ANY), 1..200),
-            small in proptest::bool::ANY,
+            fold in proptest::bool::ANY,
         ) {
             let mut queue = if small { MergeFifo::with_thresholds(4, 2) } else { MergeFifo::default() };
             let mut model = Model::default();
@@ -555,8 +499,8 @@ mod tests {
                 let fresh = request(id, dir, block * 4096, blocks * 4096);
                 match op {
                     0..=2 => {
-                        let ours = queue.merge(fresh.clone(), LIMITS, false);
-                        let theirs = model.merge(fresh, LIMITS, false);
+                        let ours = queue.merge(fresh.clone(), LIMITS, fold);
+                        let theirs = model.merge(fresh, LIMITS, fold);
                         proptest::prop_assert_eq!(ours.is_ok(), theirs.is_ok());
                         if let (Err(ours), Err(_)) = (ours, theirs) {
                             queue.push_back(ours.clone());
@@ -575,11 +519,13 @@ mod tests {
                         }
                     }
                 }
+                proptest::prop_assert_eq!(queue.len(), model.fifo.len());
                 proptest::prop_assert_eq!(queue.front(), model.fifo.front());
             }
             let mut rest = Vec::new();
             queue.drain_into(&mut rest);
             proptest::prop_assert_eq!(rest, Vec::from(model.fifo));
+            proptest::prop_assert!(queue.starts.is_empty() && queue.ends.is_empty());
         }
     }
 
