@@ -13,6 +13,7 @@ pub mod driver;
 pub mod job;
 pub mod output;
 pub mod parse;
+mod prefetch;
 pub mod random;
 pub mod report;
 pub mod stats;

@@ -2,6 +2,7 @@
 //! per-direction counters and bandwidth/IOPS time series.
 
 use crate::job::{DataDir, JobSpec};
+use crate::prefetch::prefetch;
 use iosched_core::{IoPrio, Nanos};
 
 /// Highest latency a histogram resolves: one hour (the histogram's last bin ends at 2^42 ns,
@@ -97,6 +98,17 @@ pub struct PlatHistogram {
 }
 
 impl PlatHistogram {
+    /// Asks the CPU for the counter a sample of `nanos` would land in (see
+    /// [`crate::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, nanos: u64) {
+        let slot = Self::index(nanos).checked_sub(self.first_group << PLAT_BITS);
+        match slot.and_then(|slot| self.bins.get(slot)) {
+            Some(bin) => prefetch(bin),
+            None => prefetch(&self.bins),
+        }
+    }
+
     /// The bin of `nanos` (fio's `plat_val_to_idx`); samples past the last bin count in it.
     pub fn index(nanos: u64) -> usize {
         let msb = 63u32.saturating_sub(nanos.leading_zeros());
@@ -353,6 +365,15 @@ pub const DEFAULT_SAMPLE_INTERVAL: Nanos = 500_000_000;
 pub const TIME_SERIES_WINDOWS_MAX: usize = 1024;
 
 impl TimeSeries {
+    /// Asks the CPU for what recording a completion reads (see [`crate::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self) {
+        prefetch(&self.open);
+        if let Some(last) = self.chart.last() {
+            prefetch(last);
+        }
+    }
+
     /// An empty series with windows of `interval`.
     pub fn new(interval: Nanos) -> Self {
         assert!(interval > 0);
@@ -627,6 +648,17 @@ pub struct DirStats {
 }
 
 impl DirStats {
+    /// Asks the CPU for what recording an I/O of completion latency `clat` reads (see
+    /// [`crate::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, clat: Nanos) {
+        prefetch(&self.io_bytes);
+        prefetch(&self.clat.moments);
+        self.clat.histogram.prefetch(clat);
+        self.series.prefetch();
+        prefetch(&self.clat_buckets[latency_bucket(clat)]);
+    }
+
     /// Empty statistics with time-series windows of `interval`.
     pub fn new(interval: Nanos) -> Self {
         DirStats {
@@ -899,6 +931,15 @@ pub struct JobResult {
 }
 
 impl JobResult {
+    /// Asks the CPU for what recording an I/O of direction `dir` and completion latency
+    /// `clat` reads (see [`crate::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, dir: DataDir, clat: Nanos) {
+        prefetch(&self.log);
+        prefetch(&self.measure_start);
+        self.dirs[dir as usize].prefetch(clat);
+    }
+
     /// Empty results for `spec`, which is job number `job_number` (1-based, in file order) in
     /// the names of its log files.
     pub fn for_job(spec: &JobSpec, job_number: u32) -> Self {

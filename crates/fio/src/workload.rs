@@ -14,6 +14,7 @@
 //!   back to the region's start past its end.
 
 use crate::job::{RandomDistribution, StridedZones};
+use crate::prefetch::prefetch;
 use crate::random::{mix64, Permutation, Rng};
 use crate::{BlockSize, DataDir, JobSpec, RwMode};
 
@@ -210,6 +211,20 @@ impl Generator {
             self.zones
         } else {
             None
+        }
+    }
+
+    /// Asks the CPU for what drawing the next I/O reads (see [`crate::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self) {
+        prefetch(&self.rng);
+        prefetch(&self.rw);
+        prefetch(&self.fixed_bs);
+        prefetch(&self.bs);
+        prefetch(&self.last);
+        prefetch(&self.distribution);
+        if let Some(file) = self.files.get(self.next_file) {
+            prefetch(file);
         }
     }
 

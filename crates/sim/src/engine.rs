@@ -1818,6 +1818,10 @@ impl Simulation {
             let Some(run) = self.jobs.get_mut(job) else {
                 continue;
             };
+            // Its completion is recorded, and the job's next I/O drawn, when it is delivered:
+            // with many jobs the job's state has left the CPU's caches, and asking for it
+            // now overlaps the misses (1.02x to 1.11x requests per second at 1024 jobs).
+            run.prefetch(&io.issued, at);
             if at >= run.result.measure_start {
                 let share = (u128::from(service) * u128::from(io.issued.bytes.max(1))
                     / u128::from(request.len.max(1))) as Nanos;
