@@ -200,9 +200,11 @@ pub struct RunArgs {
     /// Real engine: run every job on this file or block device instead of its filename=.
     #[arg(long, value_name = "PATH")]
     pub filename: Option<PathBuf>,
-    /// Real engine: most requests in flight on the device at once [default: 32]. The
-    /// scheduler's nr_requests defaults to twice this, as blk-mq's (128 for the single-queue
-    /// schedulers: cfq, anticipatory, grouped-*, dass).
+    /// Real engine: most requests in flight on the device at once [default: the block
+    /// device's queue depth, as many as the kernel keeps in flight on it under the scheduler
+    /// none (its hardware queue's nr_tags: 32 on a SATA disk, 128 on a loop device), or 32 on
+    /// regular files]. The scheduler's nr_requests defaults to twice this, as blk-mq's (128 for
+    /// the single-queue schedulers: cfq, anticipatory, grouped-*, dass).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(iosched_core::limits::IODEPTH_MAX)))]
     pub device_depth: Option<u32>,
     /// Output format(s), comma-separated as fio takes them: normal, json.
@@ -433,9 +435,7 @@ fn run_real(
     let config = iosched_uring::UringConfig {
         policy: choose_policy(args.sim.policy.as_deref(), file)?,
         policy_settings: args.sim.setup.settings.clone(),
-        device_depth: args
-            .device_depth
-            .unwrap_or(iosched_uring::DEFAULT_DEVICE_DEPTH),
+        device_depth: args.device_depth,
         filename: args.filename.clone(),
         seed: args.sim.setup.seed,
         group_settings: args.sim.setup.setup().group_settings()?,
@@ -445,7 +445,9 @@ fn run_real(
     catch_stop_signals(&stop)?;
     eprintln!(
         "iosched: engine io_uring, policy {}, device depth {}, seed {} (draws the jobs' offsets)",
-        config.policy, config.device_depth, config.seed
+        config.policy,
+        iosched_uring::device_depth(&config, file),
+        config.seed
     );
     for note in file.notes.iter().filter(|note| note.option != "direct") {
         eprintln!("{note}");

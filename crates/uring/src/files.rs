@@ -389,6 +389,35 @@ fn device_size(name: &str, jobs: &[JobSpec], filename: Option<&Path>) -> Result<
         .map_err(|error| UringError::job(job, format!("cannot measure device {name:?}: {error}")))
 }
 
+/// The queue depth of the block device every job runs on: the most commands its hardware
+/// queue holds (`/sys/class/block/DEV/mq/0/nr_tags`, a partition's disk's), as many as the
+/// kernel keeps in flight on it under the scheduler none. `None` when a job runs on a regular
+/// file, on a device that does not say (one without blk-mq queues), or on devices of different
+/// depths. Only looks: nothing is opened or created.
+pub(crate) fn device_queue_depth(jobs: &[JobSpec], filename: Option<&Path>) -> Option<u32> {
+    let mut depth = None;
+    for job in jobs.iter().filter(|job| !job.engine.is_null()) {
+        for name in names(job, filename) {
+            let metadata = std::fs::metadata(&name).ok()?;
+            if !metadata.file_type().is_block_device() {
+                return None;
+            }
+            let device = device_name(metadata.rdev())?;
+            let tags = ["mq/0/nr_tags", "../mq/0/nr_tags"]
+                .iter()
+                .find_map(|path| {
+                    let text = std::fs::read_to_string(format!("/sys/class/block/{device}/{path}"));
+                    text.ok()?.trim().parse::<u32>().ok()
+                })?;
+            if depth.is_some_and(|depth| depth != tags) {
+                return None;
+            }
+            depth = Some(tags);
+        }
+    }
+    depth.filter(|&depth| depth > 0)
+}
+
 /// The /sys/dev/block name of device number `dev` (the disk, for a file on a partition of it).
 fn device_name(dev: u64) -> Option<String> {
     let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);

@@ -36,7 +36,7 @@ pub mod sqe;
 pub mod verify;
 
 pub use buffer::AlignedBuf;
-pub use engine::{run, run_with_policy, Outcome, UringConfig, DEFAULT_DEVICE_DEPTH};
+pub use engine::{device_depth, run, run_with_policy, Outcome, UringConfig, DEFAULT_DEVICE_DEPTH};
 pub use error::{JobError, UringError};
 pub use scheduler::{
     Client, Completion, IoRequest, SchedFile, Scheduler, SchedulerConfig, SchedulerStats,

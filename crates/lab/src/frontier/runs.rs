@@ -56,7 +56,7 @@ pub(super) fn run_iosched(
         policy: policy.to_string(),
         policy_settings: settings.to_vec(),
         group_settings: groups.to_vec(),
-        device_depth,
+        device_depth: Some(device_depth),
         ..iosched_uring::UringConfig::default()
     };
     let outcome = iosched_uring::run(&config, &file).map_err(anyhow::Error::msg)?;
