@@ -247,23 +247,14 @@ impl Cfq {
 
     /// `cfq_rq_enqueued`: updates the flow's statistics and checks for preemption.
     pub(super) fn enqueued(&mut self, key: QueueKey, request: &Request, now: Nanos) {
-        let (class, sync, depth) = {
+        let (class, sync, depth, tree) = {
             let queue = self.queue(key);
-            (queue.class, queue.sync, queue.sort.len())
+            (queue.class, queue.sync, queue.sort.len(), queue.tree)
         };
         let slice_idle = self.slice_idle;
-        let history = self.history_mut(key, now);
         if sync {
-            // `cfq_update_io_thinktime`, fixed point with 256 as one sample.
-            let elapsed = now.saturating_sub(history.last_end_request);
-            let ttime = elapsed.min(slice_idle.saturating_mul(2));
-            history.ttime_samples = (7 * history.ttime_samples + 256) / 8;
-            history.ttime_total = (7 * history.ttime_total + 256 * ttime) / 8;
-            history.ttime_mean = (history.ttime_total + 128) / history.ttime_samples;
-        }
-        if sync {
-            // The same for the queue's service tree (`st->ttime`).
-            let tree = self.queue(key).tree;
+            // `cfq_update_io_thinktime` for the queue's service tree (`st->ttime`), fixed
+            // point with 256 as one sample; the queue's own below.
             let tree_time = &mut self.tree_ttime[tree];
             let elapsed = now.saturating_sub(tree_time.last_end_request);
             let ttime = elapsed.min(slice_idle.saturating_mul(2));
@@ -272,6 +263,13 @@ impl Cfq {
             tree_time.mean = (tree_time.total + 128) / tree_time.samples;
         }
         let history = self.history_mut(key, now);
+        if sync {
+            let elapsed = now.saturating_sub(history.last_end_request);
+            let ttime = elapsed.min(slice_idle.saturating_mul(2));
+            history.ttime_samples = (7 * history.ttime_samples + 256) / 8;
+            history.ttime_total = (7 * history.ttime_total + 256 * ttime) / 8;
+            history.ttime_mean = (history.ttime_total + 128) / history.ttime_samples;
+        }
         // `cfq_update_io_seektime`.
         let distance = if history.last_request_pos != 0 {
             request.offset.abs_diff(history.last_request_pos)
