@@ -424,15 +424,11 @@ impl JobState {
     /// Changes nothing.
     #[inline]
     pub fn prefetch(&self, io: &Issued, at: Nanos) {
-        for line in [
-            &self.measure_start,
-            &self.ios_issued,
-            &self.last_issue,
-            &self.done_bytes[io.dir as usize],
-            &self.rate_bytes[io.dir as usize],
-        ] {
-            prefetch(line);
-        }
+        prefetch(&self.measure_start);
+        prefetch(&self.ios_issued);
+        prefetch(&self.last_issue);
+        prefetch(&self.done_bytes[io.dir as usize]);
+        prefetch(&self.rate_bytes[io.dir as usize]);
         prefetch(&self.uses);
         prefetch(&self.thinking_until);
         prefetch(&self.latency);
