@@ -102,8 +102,9 @@ impl Default for SimConfig {
 /// (`JobState::prefetch`). Below, the jobs' states (5 KiB each, with their statistics' first
 /// lines) stay in a CPU's 2 MiB L2 cache, and the hints only cost instructions: in requests
 /// per second with them, against without, 0.93-1.01x at 4 jobs, 0.94x at 16, 0.98x at 64,
-/// 1.0x at 256 and 512, 1.09x (noop) and 1.11x (deadline) at 1024 (medians of 5 interleaved
-/// pairs pinned to one core).
+/// 1.0x at 256 and 512 (medians of 5 interleaved pairs pinned to one core). At 1024 jobs they
+/// gain the more, the slower memory is at the time: 1.09x to 1.14x (noop, deadline, cfq,
+/// anticipatory) while other work on the machine made it slow, 1.01x while it was quiet.
 const PREFETCH_FROM_JOBS: usize = 512;
 
 /// Events between stores of the simulated time into [`SimConfig::progress`] (and of the work
