@@ -54,13 +54,17 @@ pub(crate) fn zoned_model(file: &OpenFile) -> Option<String> {
     if !file.block {
         return None;
     }
-    let device = file.device.as_ref()?;
-    // A partition's directory has no queue: its disk's is one level up.
-    ["queue/zoned", "../queue/zoned"].iter().find_map(|path| {
-        let model = std::fs::read_to_string(format!("/sys/class/block/{device}/{path}")).ok()?;
-        let model = model.trim();
-        (model != "none").then(|| model.to_string())
-    })
+    let model = disk_attribute(file.device.as_ref()?, "queue/zoned")?;
+    (model != "none").then_some(model)
+}
+
+/// The attribute at `path` under block device `device`'s sysfs directory, trimmed; for a
+/// partition, whose directory has no queue, its disk's (one level up).
+fn disk_attribute(device: &str, path: &str) -> Option<String> {
+    [path.to_string(), format!("../{path}")]
+        .iter()
+        .find_map(|path| std::fs::read_to_string(format!("/sys/class/block/{device}/{path}")).ok())
+        .map(|text| text.trim().to_string())
 }
 
 /// [`JobFile::file`] of an `ioengine=null` job's files, which are never opened.
@@ -403,12 +407,7 @@ pub(crate) fn device_queue_depth(jobs: &[JobSpec], filename: Option<&Path>) -> O
                 return None;
             }
             let device = device_name(metadata.rdev())?;
-            let tags = ["mq/0/nr_tags", "../mq/0/nr_tags"]
-                .iter()
-                .find_map(|path| {
-                    let text = std::fs::read_to_string(format!("/sys/class/block/{device}/{path}"));
-                    text.ok()?.trim().parse::<u32>().ok()
-                })?;
+            let tags: u32 = disk_attribute(&device, "mq/0/nr_tags")?.parse().ok()?;
             if depth.is_some_and(|depth| depth != tags) {
                 return None;
             }
