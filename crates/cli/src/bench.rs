@@ -23,6 +23,13 @@ pub struct BenchArgs {
     /// (`--jobs 4,64,1024`) makes a table with a column each.
     #[arg(long, value_delimiter = ',', default_value = "4")]
     pub jobs: Vec<u32>,
+    /// I/Os in flight of all the jobs together, shared among them: each job reads with
+    /// ioengine=libaio at iodepth IN_FLIGHT / jobs (synchronously when that is 1, and never
+    /// below 1). The same load at every job count, so that a table compares numbers of jobs
+    /// rather than depths of queues: without it, 4 synchronous readers keep 4 I/Os in flight
+    /// and 1024 keep 1024.
+    #[arg(long)]
+    pub in_flight: Option<u32>,
     /// Timed repetitions; the best is reported, as the others measure the machine's noise.
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
@@ -34,12 +41,23 @@ pub struct BenchArgs {
     pub setup: SetupArgs,
 }
 
-/// The benchmark's job file: `jobs` synchronous random readers, each `requests` 4 KiB reads.
-pub fn job_text(jobs: u32, requests: u64) -> String {
+/// The benchmark's job file: `jobs` random readers, each `requests` 4 KiB reads, synchronous
+/// at `iodepth` 1, else asynchronous (libaio) at that depth.
+pub fn job_text(jobs: u32, requests: u64, iodepth: u32) -> String {
+    let engine = if iodepth > 1 {
+        format!("ioengine=libaio\niodepth={iodepth}")
+    } else {
+        "ioengine=psync".to_string()
+    };
     format!(
-        "[global]\nfilename=/dev/sda\nrw=randread\nbs=4k\ndirect=1\nioengine=psync\nio_size={}\n\n[reader]\nnumjobs={jobs}\n",
+        "[global]\nfilename=/dev/sda\nrw=randread\nbs=4k\ndirect=1\n{engine}\nio_size={}\n\n[reader]\nnumjobs={jobs}\n",
         requests * 4096
     )
+}
+
+/// Each job's iodepth with `jobs` jobs: its share of `--in-flight`, at least 1; 1 without it.
+fn iodepth(args: &BenchArgs, jobs: u32) -> u32 {
+    args.in_flight.map_or(1, |total| (total / jobs).max(1))
 }
 
 /// The best rate of `repeat` runs of `jobs` readers under `policy`, printing each round when
@@ -49,13 +67,19 @@ fn measure(args: &BenchArgs, policy: &str, jobs: u32, verbose: bool) -> Result<f
         Some(total) => (total / u64::from(jobs)).max(1),
         None => args.requests_per_job,
     };
-    let text = job_text(jobs, per_job);
+    let depth = iodepth(args, jobs);
+    let text = job_text(jobs, per_job, depth);
     let file = parse::parse_str(&text, "bench.fio", Path::new("."), &|_| None)
         .map_err(anyhow::Error::msg)?;
     let config = args.setup.config(policy)?;
     if verbose {
+        let readers = if depth > 1 {
+            format!("4 KiB random readers at iodepth {depth} (libaio)")
+        } else {
+            "synchronous 4 KiB random readers".to_string()
+        };
         println!(
-            "iosched bench: seed {}, policy {}, device {}, {jobs} synchronous 4 KiB random readers x {per_job} requests",
+            "iosched bench: seed {}, policy {}, device {}, {jobs} {readers} x {per_job} requests",
             config.seed, config.policy, config.device
         );
     }
@@ -97,6 +121,9 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     if args.jobs.contains(&0) {
         bail!("--jobs: a number of jobs must be 1 or more");
     }
+    if args.in_flight == Some(0) {
+        bail!("--in-flight: the I/Os in flight must be 1 or more");
+    }
     let policies: Vec<String> = if args.policy.is_empty() {
         vec![crate::run::DEFAULT_POLICY.to_string()]
     } else {
@@ -113,8 +140,14 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
         args.jobs.iter().copied().min().unwrap_or(1),
         args.jobs.iter().copied().max().unwrap_or(1),
     );
+    let readers = match args.in_flight {
+        Some(total) => format!(
+            "4 KiB random readers, {total} I/Os in flight in all (each job at iodepth {total} / jobs, libaio)"
+        ),
+        None => "synchronous 4 KiB random readers".to_string(),
+    };
     println!(
-        "iosched bench: simulated requests per wall second (one core, best of {}), synchronous 4 KiB random readers{}",
+        "iosched bench: simulated requests per wall second (one core, best of {}), {readers}{}",
         args.repeat.max(1),
         match args.requests {
             Some(total) => format!(", {total} requests in all"),

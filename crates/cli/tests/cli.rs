@@ -673,6 +673,56 @@ fn bench_prints_a_table_of_policies_by_jobs() {
     assert!(stderr(&refused).contains("--jobs: a number of jobs must be 1 or more"));
 }
 
+// Proves `iosched bench --in-flight` shares one load among the jobs: each job at its share of
+// the depth (asynchronous), so that 1 job at iodepth 8 and 8 synchronous jobs keep the same
+// number of I/Os in flight; the run says which; zero is refused.
+#[test]
+fn bench_in_flight_shares_the_depth_among_the_jobs() {
+    let run = |jobs: &str| {
+        let output = iosched(&[
+            "bench",
+            "--policy",
+            "noop",
+            "--jobs",
+            jobs,
+            "--in-flight",
+            "8",
+            "--requests",
+            "2000",
+            "--repeat",
+            "1",
+        ]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let one = run("1");
+    assert!(
+        one.contains("1 4 KiB random readers at iodepth 8 (libaio) x 2000 requests"),
+        "{one}"
+    );
+    let eight = run("8");
+    assert!(
+        eight.contains("8 synchronous 4 KiB random readers x 250 requests"),
+        "{eight}"
+    );
+    let table = run("1,8");
+    assert!(
+        table
+            .lines()
+            .next()
+            .unwrap()
+            .contains("8 I/Os in flight in all"),
+        "{table}"
+    );
+    assert!(
+        table.lines().nth(2).unwrap().ends_with("x slower"),
+        "{table}"
+    );
+    let refused = iosched(&["bench", "--in-flight", "0"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("--in-flight: the I/Os in flight must be 1 or more"));
+}
+
 // Proves `iosched sweep` as a user meets it: the table to --output and the summary to standard
 // output, the same table from one thread or two, --list, a failed point failing the command
 // after the table is written, and a bad grid refused with its file and line before any run.
