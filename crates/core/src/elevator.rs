@@ -207,12 +207,14 @@ impl Elevator {
     }
 
     /// Whether a new request (that does not merge) would be admitted now.
+    #[inline]
     pub fn has_room(&self) -> bool {
         self.queued() + self.in_flight < self.nr_requests as usize
     }
 
     /// Whether a new request in `direction` would be admitted now: room in the queue, or
     /// with `request_lists` in that direction's list.
+    #[inline]
     pub fn has_room_in(&self, direction: crate::request::Direction) -> bool {
         if self.per_direction {
             self.held_by_direction[direction_index(direction)] < self.nr_requests as usize
@@ -436,11 +438,13 @@ impl Elevator {
     }
 
     /// Requests queued: in the policy, and flushes waiting to go.
+    #[inline]
     pub fn queued(&self) -> usize {
         self.policy.queued() + self.flushes.len()
     }
 
     /// Requests dispatched and not yet completed.
+    #[inline]
     pub fn in_flight(&self) -> usize {
         self.in_flight
     }
@@ -684,22 +688,44 @@ impl Waiters {
 
     /// Offers the waiters to `elevator` at `now`, in order, under the rules above. `admitted`
     /// hears of each one taken in (its id and direction, and how), for the engine's books.
+    ///
+    /// The common answer, nobody waiting or no room for anybody, is given here, inlined into
+    /// the engines' loops, which ask after every completion and dispatch (with 1024 readers
+    /// behind 64 requests, several times per request, nearly always to hear "full"); the pass
+    /// itself is [`Waiters::admit_pass`].
+    #[inline]
     pub fn admit(
         &mut self,
         elevator: &mut Elevator,
         now: Nanos,
-        mut admitted: impl FnMut(crate::request::RequestId, crate::request::Direction, Admitted),
+        admitted: impl FnMut(crate::request::RequestId, crate::request::Direction, Admitted),
     ) {
         if self.is_empty() {
             return;
         }
-        let mut full = [Direction::Read, Direction::Write].map(|d| !elevator.has_room_in(d));
+        let full = if elevator.per_direction {
+            [Direction::Read, Direction::Write].map(|d| !elevator.has_room_in(d))
+        } else {
+            [!elevator.has_room(); 2]
+        };
         if full == [true; 2] {
             // Nobody can have a request (with 1024 synchronous readers behind 64 requests,
             // nearly every pass).
             elevator.stats.full += 1;
             return;
         }
+        self.admit_pass(elevator, now, full, admitted);
+    }
+
+    /// The pass of [`Waiters::admit`] over the waiters, with `full` telling which directions
+    /// have no room (not both).
+    fn admit_pass(
+        &mut self,
+        elevator: &mut Elevator,
+        now: Nanos,
+        mut full: [bool; 2],
+        mut admitted: impl FnMut(crate::request::RequestId, crate::request::Direction, Admitted),
+    ) {
         let group_limits = elevator.nr_group_requests > 0;
         let mut stuck_flows = std::mem::take(&mut self.stuck_flows);
         let mut stuck_groups = std::mem::take(&mut self.stuck_groups);
