@@ -77,7 +77,16 @@ pub struct Geometry {
     heads: u32,
     sectors: u64,
     cylinders: u32,
+    /// The zone of each chunk's first LBA, the LBAs cut in chunks of `1 << chunk_shift`
+    /// (at most [`ZONE_CHUNKS`] of them): [`Geometry::zone_of`] starts there and steps over
+    /// the zones that begin within the chunk, where a binary search over the zones was a
+    /// chain of five dependent loads at every command queued and every access.
+    chunk_zone: Vec<u8>,
+    chunk_shift: u32,
 }
+
+/// Most chunks [`Geometry::zone_of`] keeps a zone for.
+const ZONE_CHUNKS: u64 = 4096;
 
 /// The requested format cannot be built.
 #[derive(Clone, Debug, PartialEq)]
@@ -187,11 +196,27 @@ impl Geometry {
             first_cylinder += cylinders_used;
         }
         debug_assert_eq!(first_lba, sectors);
+        // Chunks of a power of two of LBAs, the fewest that keep to ZONE_CHUNKS; at most
+        // 256 zones (u8), as the `zones` setting allows.
+        let chunk_shift = (0..64)
+            .find(|shift| (sectors - 1) >> shift < ZONE_CHUNKS)
+            .unwrap_or(63);
+        let chunk_zone = (0..=(sectors - 1) >> chunk_shift)
+            .map(|chunk| {
+                let lba = chunk << chunk_shift;
+                let zone = zones.partition_point(|zone| zone.first_lba <= lba) - 1;
+                u8::try_from(zone).map_err(|_| {
+                    GeometryError(format!("{zone_count} zones: at most 256 are modelled"))
+                })
+            })
+            .collect::<Result<Vec<u8>, _>>()?;
         Ok(Geometry {
             zones,
             heads,
             sectors,
             cylinders: first_cylinder,
+            chunk_zone,
+            chunk_shift,
         })
     }
 
@@ -219,7 +244,15 @@ impl Geometry {
     #[inline]
     pub fn zone_of(&self, lba: u64) -> usize {
         debug_assert!(lba < self.sectors);
-        self.zones.partition_point(|zone| zone.first_lba <= lba) - 1
+        let mut zone = usize::from(self.chunk_zone[(lba >> self.chunk_shift) as usize]);
+        while self
+            .zones
+            .get(zone + 1)
+            .is_some_and(|next| next.first_lba <= lba)
+        {
+            zone += 1;
+        }
+        zone
     }
 
     /// Where `lba` lies. Requires `lba < sectors()`.
@@ -342,6 +375,54 @@ mod tests {
                 geometry.lba_of(location.cylinder, location.head, location.sector),
                 Some(lba)
             );
+        }
+    }
+
+    /// The zone found through the chunks is the one a search of the zones finds, at every
+    /// zone's first and last LBA and between, for disks of one zone to 256, some zones smaller
+    /// than a chunk, and at the largest LBAs.
+    #[test]
+    fn zone_of_matches_a_search() {
+        let formats = [
+            (100_000, 3, 4, 200, 100),
+            (1 << 20, 1, 1, 64, 64),
+            (5_000, 2, 256, 600, 300),
+            (u64::from(u32::MAX) * 2, 4, 30, 2000, 1000),
+            (1_000_003, 5, 17, 900, 301),
+        ];
+        for (sectors, heads, zones, outer, inner) in formats {
+            let geometry = Geometry::new(&Format {
+                sectors,
+                heads,
+                zones,
+                outer_sectors_per_track: outer,
+                inner_sectors_per_track: inner,
+                head_switch_ns: 1.0e6,
+                cylinder_switch_ns: 1.2e6,
+                revolution_ns: 60e9 / 7200.0,
+            })
+            .unwrap();
+            let search = |lba: u64| {
+                geometry
+                    .zones()
+                    .partition_point(|zone| zone.first_lba <= lba)
+                    - 1
+            };
+            let mut lbas = vec![0, sectors - 1, sectors / 2, sectors / 3];
+            for zone in geometry.zones() {
+                lbas.extend([zone.first_lba, zone.first_lba + zone.sectors - 1]);
+                lbas.push(zone.first_lba.saturating_sub(1));
+            }
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            for _ in 0..10_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                lbas.push(x % sectors);
+            }
+            for lba in lbas {
+                assert_eq!(geometry.zone_of(lba), search(lba), "{sectors} sectors, lba {lba}");
+            }
         }
     }
 
