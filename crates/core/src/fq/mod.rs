@@ -561,7 +561,11 @@ impl FairQueue {
             // leaf's new budget or its absence included: no further propagation for a leaf
             // that stays; one that left may leave its groups without active children.
             self.charge_from(parent, service);
-            if next.is_none() {
+            // The charge set each ancestor's budget from its children as they are now: only
+            // a group the leaf left without active children has more to change.
+            if next.is_none()
+                && !self.groups[self.ents[parent as usize].group as usize].has_active()
+            {
                 self.propagate(parent);
             }
         }

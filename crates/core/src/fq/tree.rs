@@ -308,14 +308,31 @@ impl Tree {
             if self.list.len() < self.list_max as usize {
                 let entity = &mut ents[slot as usize];
                 entity.place = Place::Listed;
-                self.best.set(UNKNOWN);
+                let entry = Listed::of(slot, entity);
+                self.keep_best_with(entry, pos);
                 pos[slot as usize] = self.list.len() as u32;
-                self.list.push(Listed::of(slot, entity));
+                self.list.push(entry);
                 return;
             }
             self.build_heaps(ents, pos);
         }
         self.insert_heaps(slot, ents, pos);
+    }
+
+    /// Keeps the scan's answer ([`Tree::best_listed`]) when `entry` joins the list: the new
+    /// entry if it is eligible and finishes first, else the answer as it was. A leaf whose
+    /// request arrives is asked about at once (for its group's budget), and again by the next
+    /// selection; with this neither scans the list again.
+    #[inline(always)]
+    fn keep_best_with(&self, entry: Listed, pos: &[u32]) {
+        let known = self.best.get();
+        if known == UNKNOWN || entry.start > key(self.vtime, heap::SLOT_MASK as u32) {
+            // Unknown stays unknown; an entry not eligible changes nothing.
+            return;
+        }
+        if known == NO_ELIGIBLE || entry.finish < self.list[pos[known as usize] as usize].finish {
+            self.best.set(slot_of(entry.finish));
+        }
     }
 
     /// Moves the listed entities into the heaps.
