@@ -4,6 +4,7 @@
 use crate::run::SetupArgs;
 use anyhow::{bail, Result};
 use clap::Args;
+use iosched_core::limits;
 use iosched_fio::parse;
 use std::path::Path;
 use std::process::ExitCode;
@@ -60,13 +61,62 @@ fn iodepth(args: &BenchArgs, jobs: u32) -> u32 {
     args.in_flight.map_or(1, |total| (total / jobs).max(1))
 }
 
+/// Requests each of `jobs` jobs issues.
+fn requests_per_job(args: &BenchArgs, jobs: u32) -> u64 {
+    match args.requests {
+        Some(total) => (total / u64::from(jobs)).max(1),
+        None => args.requests_per_job,
+    }
+}
+
+/// Refuses, before any run, what the benchmark's job file could not hold, naming the option:
+/// a job count of 0 or past the limit on jobs, no I/O in flight, a job's share of
+/// `--in-flight` past the limit on iodepth, or a job's requests past the limit on sizes (4 KiB
+/// each).
+fn check(args: &BenchArgs) -> Result<()> {
+    if args.in_flight == Some(0) {
+        bail!("--in-flight: the I/Os in flight must be 1 or more");
+    }
+    for &jobs in &args.jobs {
+        if jobs == 0 {
+            bail!("--jobs: a number of jobs must be 1 or more");
+        }
+        if jobs as usize > limits::JOBS_MAX {
+            bail!(
+                "--jobs: {jobs} jobs is more than iosched's limit, {}",
+                limits::JOBS_MAX
+            );
+        }
+        let depth = iodepth(args, jobs);
+        if depth > limits::IODEPTH_MAX {
+            bail!(
+                "--in-flight: {} I/Os over {jobs} jobs is an iodepth of {depth} per job, more than iosched's limit, {}",
+                args.in_flight.unwrap_or(1),
+                limits::IODEPTH_MAX
+            );
+        }
+        let per_job = requests_per_job(args, jobs);
+        if per_job
+            .checked_mul(4096)
+            .is_none_or(|bytes| bytes > limits::SIZE_BYTES_MAX)
+        {
+            let option = if args.requests.is_some() {
+                "--requests"
+            } else {
+                "--requests-per-job"
+            };
+            bail!(
+                "{option}: {per_job} requests of 4 KiB per job is more than iosched's limit for any size, 1 EiB (2^60 bytes)"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The best rate of `repeat` runs of `jobs` readers under `policy`, printing each round when
 /// `verbose`.
 fn measure(args: &BenchArgs, policy: &str, jobs: u32, verbose: bool) -> Result<f64> {
-    let per_job = match args.requests {
-        Some(total) => (total / u64::from(jobs)).max(1),
-        None => args.requests_per_job,
-    };
+    let per_job = requests_per_job(args, jobs);
     let depth = iodepth(args, jobs);
     let text = job_text(jobs, per_job, depth);
     let file = parse::parse_str(&text, "bench.fio", Path::new("."), &|_| None)
@@ -118,12 +168,7 @@ fn rate_text(rate: f64) -> String {
 
 /// Runs `iosched bench`.
 pub fn bench(args: BenchArgs) -> Result<ExitCode> {
-    if args.jobs.contains(&0) {
-        bail!("--jobs: a number of jobs must be 1 or more");
-    }
-    if args.in_flight == Some(0) {
-        bail!("--in-flight: the I/Os in flight must be 1 or more");
-    }
+    check(&args)?;
     let policies: Vec<String> = if args.policy.is_empty() {
         vec![crate::run::DEFAULT_POLICY.to_string()]
     } else {

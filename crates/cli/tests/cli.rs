@@ -723,6 +723,36 @@ fn bench_in_flight_shares_the_depth_among_the_jobs() {
     assert!(stderr(&refused).contains("--in-flight: the I/Os in flight must be 1 or more"));
 }
 
+// Regression: `iosched bench --requests-per-job 4503599627370497` wrapped the job's size to
+// 4 KiB and ran one request per job; a huge --requests or --in-flight was refused as a line of
+// a job file the user never wrote. Each is now refused before any run, naming the option.
+#[test]
+fn bench_refuses_numbers_past_the_limits_naming_the_option() {
+    for (args, message) in [
+        (
+            &["--requests-per-job", "4503599627370497"][..],
+            "--requests-per-job: 4503599627370497 requests of 4 KiB per job is more than iosched's limit for any size",
+        ),
+        (
+            &["--requests", "18446744073709551615"][..],
+            "--requests: 4611686018427387903 requests of 4 KiB per job is more than iosched's limit",
+        ),
+        (
+            &["--in-flight", "4000000000"][..],
+            "--in-flight: 4000000000 I/Os over 4 jobs is an iodepth of 1000000000 per job, more than iosched's limit, 65536",
+        ),
+        (
+            &["--jobs", "4,5000"][..],
+            "--jobs: 5000 jobs is more than iosched's limit, 4096",
+        ),
+    ] {
+        let output = iosched(&[&["bench"][..], args].concat());
+        assert!(!output.status.success(), "{args:?}");
+        assert!(stderr(&output).contains(message), "{args:?}: {}", stderr(&output));
+        assert!(output.stdout.is_empty(), "{args:?}: nothing runs");
+    }
+}
+
 // Proves `iosched sweep` as a user meets it: the table to --output and the summary to standard
 // output, the same table from one thread or two, --list, a failed point failing the command
 // after the table is written, and a bad grid refused with its file and line before any run.
