@@ -6,10 +6,11 @@
 #   scripts/flamegraph.sh bench-noop-1024.svg bench --policy noop --jobs 1024 --requests 1000000 --repeat 1
 #   scripts/flamegraph.sh real-bfq.svg run --engine real --policy bfq job.fio --output /dev/null -q
 #
-# perf samples the software clock (cpu-clock), which needs no hardware counters: virtual
-# machines often have none, and then perf's default event is refused. Writes OUT.svg and
-# nothing else; with FOLDED=FILE also the collapsed stacks (one stack per line with its
-# samples: `inferno-diff-folded A B` compares two runs).
+# perf samples its default event: cycles where the machine has hardware counters, else the
+# software clock (cpu-clock), to which it falls back by itself (virtual machines often have no
+# counters; `perf stat` is then refused, sampling is not). Writes OUT.svg and nothing else;
+# with FOLDED=FILE also the collapsed stacks (one stack per line with its samples:
+# `inferno-diff-folded A B` compares two runs).
 set -eu
 if [ $# -lt 2 ]; then
     echo "usage: $0 OUT.svg IOSCHED-ARGS..." >&2
@@ -37,7 +38,7 @@ RUSTFLAGS="-C force-frame-pointers=yes" CARGO_TARGET_DIR=$target \
     cargo build --release -q -p iosched --manifest-path "$root/Cargo.toml"
 work=$(mktemp -d /tmp/iosched-perf.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-perf record -q -e cpu-clock -F 999 -g -o "$work/perf.data" -- "$target/release/iosched" "$@" >/dev/null
+perf record -q -F 999 -g -o "$work/perf.data" -- "$target/release/iosched" "$@" >/dev/null
 perf script -i "$work/perf.data" 2>/dev/null | inferno-collapse-perf >"$work/folded"
 inferno-flamegraph --title "iosched $*" <"$work/folded" >"$work/out.svg"
 mv "$work/out.svg" "$out"
