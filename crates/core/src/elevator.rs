@@ -388,21 +388,25 @@ impl Elevator {
             self.stats.dispatched += 1;
             return Dispatch::Request(flush);
         }
-        let decision = self.policy.dispatch(now);
+        // The policy's answer is returned in place, on every path: moved into a tuple to be
+        // matched, it was copied out of the stack slot the policy had just written field by
+        // field, a copy the CPU cannot forward from its store buffer (4% of the time with 4
+        // synchronous readers, in perf's profile).
+        let mut decision = self.policy.dispatch(now);
         if let Dispatch::Request(_) = decision {
             self.in_flight += 1;
             self.stats.dispatched += 1;
-            return decision;
-        }
-        let next = match &mut self.stage {
+        } else if let Some(release) = match &mut self.stage {
             Some(stage) if stage.held() > 0 => stage.next_release(now),
             _ => None,
-        };
-        match (decision, next) {
-            (Dispatch::WaitUntil(at), Some(release)) => Dispatch::WaitUntil(at.min(release)),
-            (Dispatch::Empty, Some(release)) => Dispatch::WaitUntil(release),
-            (decision, _) => decision,
+        } {
+            match decision {
+                Dispatch::WaitUntil(at) => decision = Dispatch::WaitUntil(at.min(release)),
+                Dispatch::Empty => decision = Dispatch::WaitUntil(release),
+                Dispatch::Request(_) => {}
+            }
         }
+        decision
     }
 
     /// The device finished `request`.
