@@ -81,17 +81,21 @@ impl ReadCache {
     #[inline]
     pub fn find(&self, first: u64, end: u64, skip: Option<usize>) -> Option<usize> {
         let skip = skip.unwrap_or(usize::MAX);
-        self.segments
-            .iter()
-            .enumerate()
-            .find_map(|(index, segment)| {
-                let holds = end <= segment.end
-                    && first >= segment.start
-                    && first >= segment.end.saturating_sub(self.segment_sectors)
-                    && segment.last_used != 0
-                    && index != skip;
-                holds.then_some(index)
-            })
+        // Every segment is weighed without a branch, the first that holds it kept (the walk
+        // goes backwards, so the last one kept is the first): whether a random read's range
+        // lies below a segment's end is a coin toss, and the early exits of a search were
+        // mispredicted at nearly every segment (6% of the time with 4 synchronous readers, in
+        // perf's profile).
+        let mut found = usize::MAX;
+        for (index, segment) in self.segments.iter().enumerate().rev() {
+            let holds = (end <= segment.end)
+                & (first >= segment.start)
+                & (first >= segment.end.saturating_sub(self.segment_sectors))
+                & (segment.last_used != 0)
+                & (index != skip);
+            found = std::hint::select_unpredictable(holds, index, found);
+        }
+        (found != usize::MAX).then_some(found)
     }
 
     /// Records that the host read `[_, end)` from segment `index`.
@@ -366,6 +370,46 @@ impl WriteBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `find` gives what a search in order gives: the first segment but `skip` that holds
+    /// the whole range within its window, over random segments (some overlapping, some never
+    /// used) and ranges.
+    #[test]
+    fn find_is_the_first_segment_that_holds_the_range() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |bound: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % bound
+        };
+        for _ in 0..2000 {
+            let count = 1 + next(20) as usize;
+            let mut cache = ReadCache::new(count, 1 + next(64));
+            for segment in &mut cache.segments {
+                let start = next(200);
+                *segment = Segment {
+                    start,
+                    end: start + next(100),
+                    consumed: 0,
+                    last_used: next(3),
+                };
+            }
+            for _ in 0..20 {
+                let first = next(300);
+                let end = first + next(16);
+                let skip = (next(3) == 0).then(|| next(count as u64) as usize);
+                let search = cache.segments.iter().enumerate().position(|(index, s)| {
+                    end <= s.end
+                        && first >= s.start
+                        && first >= s.end.saturating_sub(cache.segment_sectors)
+                        && s.last_used != 0
+                        && Some(index) != skip
+                });
+                assert_eq!(cache.find(first, end, skip), search);
+            }
+        }
+    }
 
     /// A naive model: a set of dirty sectors.
     fn naive_dirty(buffer: &WriteBuffer) -> Vec<u64> {
