@@ -99,12 +99,13 @@ impl Default for SimConfig {
 }
 
 /// Jobs beyond which a completing job's state is asked of the CPU ahead
-/// (`JobState::prefetch`). Below, the jobs' states (5 KiB each, with their statistics' first
-/// lines) stay in a CPU's 2 MiB L2 cache, and the hints only cost instructions: in requests
-/// per second with them, against without, 0.93-1.01x at 4 jobs, 0.94x at 16, 0.98x at 64,
-/// 1.0x at 256 and 512 (medians of 5 interleaved pairs pinned to one core). At 1024 jobs they
-/// gain the more, the slower memory is at the time: 1.09x to 1.14x (noop, deadline, cfq,
-/// anticipatory) while other work on the machine made it slow, 1.01x while it was quiet.
+/// (`JobState::prefetch`). Below, the lines of the jobs' states that each I/O reads (some
+/// twenty per job) stay in the CPU's caches (1 MiB of L2 a core and 32 MiB of L3 on the
+/// machine measured), and the hints only cost instructions: in requests per second with them,
+/// against without, 0.93-1.01x at 4 jobs, 0.94x at 16, 0.98x at 64, 1.0x at 256 and 512
+/// (medians of 5 interleaved pairs pinned to one core). At 1024 jobs they gain the more, the
+/// slower memory is at the time: 1.09x to 1.14x (noop, deadline, cfq, anticipatory) while
+/// other work on the machine made it slow, 1.01x while it was quiet.
 const PREFETCH_FROM_JOBS: usize = 512;
 
 /// Events between stores of the simulated time into [`SimConfig::progress`] (and of the work
