@@ -432,7 +432,7 @@ fn run_real(
     output: &mut Option<OutputFile>,
 ) -> Result<ExitCode> {
     let stop = Arc::new(AtomicUsize::new(0));
-    let config = iosched_uring::UringConfig {
+    let mut config = iosched_uring::UringConfig {
         policy: choose_policy(args.sim.policy.as_deref(), file)?,
         policy_settings: args.sim.setup.settings.clone(),
         device_depth: args.device_depth,
@@ -442,11 +442,13 @@ fn run_real(
         write_logs: true,
         stop: Some(stop.clone()),
     };
+    // Decided once, for the first line and the run alike (it reads the devices' sysfs).
+    config.device_depth = Some(iosched_uring::device_depth(&config, file));
     catch_stop_signals(&stop)?;
     eprintln!(
         "iosched: engine io_uring, policy {}, device depth {}, seed {} (draws the jobs' offsets)",
         config.policy,
-        iosched_uring::device_depth(&config, file),
+        config.device_depth.unwrap_or_default(),
         config.seed
     );
     for note in file.notes.iter().filter(|note| note.option != "direct") {
