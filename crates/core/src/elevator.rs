@@ -339,6 +339,25 @@ impl Elevator {
         room
     }
 
+    /// Whether the policy lets a waiter that has room take a request now
+    /// ([`Policy::may_allocate`]), asked before the waiter tries its insert merge: a sleeper
+    /// in `blk_mq_get_tag` takes its tag under the depth `limit_depth` gave it (bfq's
+    /// `bfq_limit_depth`) and merges only once it holds a request, at insertion
+    /// (`blk_mq_sched_try_insert_merge`). One turned away is counted as limited, as a refused
+    /// [`Elevator::submit`] is. Behind a stage the stage sees the bio first ([`Elevator::submit`]
+    /// decides), and a flush is never limited: both are let through here.
+    pub fn waiter_may_allocate(&mut self, request: &Request) -> bool {
+        if self.stage.is_some() || request.op == Op::Flush {
+            return true;
+        }
+        let in_use = self.in_use(request.direction());
+        let allowed = self.policy.may_allocate(request, in_use, self.nr_requests);
+        if !allowed {
+            self.stats.limited += 1;
+        }
+        allowed
+    }
+
     /// A request past the stage: merged, or queued if there is room.
     fn enter(&mut self, request: Request, now: Nanos) -> Result<Admitted, Request> {
         let request = if self.nomerges {
@@ -772,9 +791,12 @@ impl Waiters {
                 continue;
             }
             let (flow, group, direction) = (waiter.flow, waiter.group, waiter.direction());
-            if !elevator.waiter_has_room(group, direction) {
-                // Full: nobody passes anybody (with `request_lists`, in that direction); a
-                // group at its `nr_group_requests` holds back its own.
+            // Full: nobody passes anybody (with `request_lists`, in that direction); a group
+            // at its `nr_group_requests` holds back its own. Turned away by the policy with
+            // room: its flow waits on, and others may pass. Either way the waiter stays where
+            // it is, without trying a merge (it has no request to merge with).
+            if !elevator.waiter_has_room(group, direction) || !elevator.waiter_may_allocate(waiter)
+            {
                 mark_full(elevator, direction, &mut full);
                 stuck_flows.insert(flow);
                 if group_limits {

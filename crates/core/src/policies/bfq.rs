@@ -1906,6 +1906,7 @@ mod tests {
     use crate::testing::request;
     use crate::time::MICROSECOND;
     use crate::Op;
+    use crate::Admitted;
 
     /// Sync sequential readers (one request in flight each, the next issued 20 us after a
     /// completion) under `policy`, each described by (flow, group, prio); the device serves a
@@ -2252,6 +2253,40 @@ mod tests {
         waiters.admit(&mut elevator, 2 * MICROSECOND, |id, _, _| admitted.push(id.0));
         assert_eq!(admitted, [1, 2, 9, 3]);
         assert!(waiters.is_empty());
+    }
+
+    // Proves a waiter turned away by bfq_limit_depth waits without merging, as a sleeper in
+    // blk_mq_get_tag does (it merges only once it holds a request, at insertion), and merges
+    // then: an async write adjoining a queued one, behind two that hold the async half of 4.
+    #[test]
+    fn a_waiter_over_its_depth_merges_only_once_it_may_allocate() {
+        let mut elevator = crate::Elevator::new(Box::new(unraised()), 4);
+        let mut waiters = crate::Waiters::new();
+        for (id, offset) in [(1, 1 << 20), (2, 2 << 20), (3, (2 << 20) + 4096)] {
+            let mut w = request(id, Op::Write, offset, 4096);
+            (w.sync, w.flow) = (false, FlowId(1));
+            waiters.push(w);
+        }
+        let mut admitted = Vec::new();
+        waiters.admit(&mut elevator, 0, |id, _, how| admitted.push((id.0, how)));
+        assert_eq!(
+            admitted,
+            [(1, Admitted::Queued), (2, Admitted::Queued)],
+            "the third waits for a request, though it adjoins the second"
+        );
+        assert_eq!(waiters.len(), 1);
+        assert_eq!(elevator.stats().limited, 1);
+        let Dispatch::Request(first) = elevator.dispatch(0) else {
+            panic!("work queued")
+        };
+        assert_eq!(first.id.0, 1);
+        elevator.completed(&first, MICROSECOND);
+        waiters.admit(&mut elevator, MICROSECOND, |id, _, how| {
+            admitted.push((id.0, how))
+        });
+        assert_eq!(admitted[2], (3, Admitted::Merged), "in, it merges");
+        assert!(waiters.is_empty());
+        assert_eq!(elevator.policy().queued(), 1);
     }
 
     // Proves bfq_bfqq_higher_class_or_weight: a queue that becomes busy weighing more than
