@@ -406,6 +406,9 @@ struct Queue {
     weight: u32,
     /// 1, or [`WR_COEFF`] while weight-raised (`wr_coeff`).
     wr_coeff: u32,
+    /// Whether it is counted in [`Bfq::wr_busy_queues`]: weight-raised and active in the
+    /// fair queue.
+    wr_busy: bool,
     /// When its raising started (`last_wr_start_finish`) and how long it lasts
     /// (`wr_cur_max_time`): [`WR_RT_MAX_TIME`] while soft real-time.
     wr_start: Nanos,
@@ -573,6 +576,10 @@ pub struct Bfq {
     wr_max_softrt_rate: u64,
     /// Queues weight-raised now.
     raised: usize,
+    /// Queues weight-raised and active in the fair queue (`wr_busy_queues`), kept as either
+    /// changes ([`Bfq::recount_wr_busy`]): `limit_depth` reads it at every allocation, and
+    /// with many queues a walk over them there was most of a deep job's cost.
+    wr_busy_queues: usize,
     /// The queues with requests queued or in the drive, counted as the idling decision asks.
     census: Census,
     /// Requests in the drive (`tot_rq_in_driver`) and the most seen lately
@@ -635,6 +642,7 @@ impl Bfq {
             wr_max_time: from_millis(TUNABLES[8].default),
             wr_max_softrt_rate: TUNABLES[9].default,
             raised: 0,
+            wr_busy_queues: 0,
             census: Census::default(),
             in_driver: 0,
             max_in_driver: 0,
@@ -715,11 +723,36 @@ impl Bfq {
 
     /// Whether a weight-raised queue is busy (`wr_busy_queues > 0`).
     fn wr_busy(&self) -> bool {
-        self.raised > 0
-            && self
-                .queues
+        debug_assert_eq!(
+            self.wr_busy_queues,
+            self.queues
                 .values()
-                .any(|q| q.wr_coeff > 1 && self.fq.is_active(q.leaf).unwrap_or(false))
+                .filter(|q| q.wr_coeff > 1 && self.fq.is_active(q.leaf).unwrap_or(false))
+                .count(),
+            "wr_busy_queues kept in step"
+        );
+        self.wr_busy_queues > 0
+    }
+
+    /// Counts queue `key` in `wr_busy_queues` or not, after its raising or its activity in
+    /// the fair queue may have changed. Out of line: inlined into the hot paths that call it
+    /// (insertion, dispatch, expiry), it made bfq with 4 readers 4% slower.
+    #[inline(never)]
+    fn recount_wr_busy(&mut self, key: Qid) {
+        if self.raised == 0 && self.wr_busy_queues == 0 {
+            // No queue is raised, so none is counted (ending a raising recounts its queue).
+            return;
+        }
+        let queue = self.queues.get_mut(&key).expect("live queue");
+        let busy = queue.wr_coeff > 1 && self.fq.is_active(queue.leaf).expect("live leaf");
+        if busy != queue.wr_busy {
+            queue.wr_busy = busy;
+            if busy {
+                self.wr_busy_queues += 1;
+            } else {
+                self.wr_busy_queues -= 1;
+            }
+        }
     }
 
     /// Sets queue `key`'s weight raising to `coeff` (its leaf weighs its weight times it, at
@@ -749,6 +782,7 @@ impl Bfq {
         let weight = u64::from(queue.weight) * u64::from(coeff);
         let (leaf, weight) = (queue.leaf, weight.min(10_000) as u32);
         self.fq.set_weight(leaf, weight).expect("weights are within range");
+        self.recount_wr_busy(key);
         self.recount(key, before);
     }
 
@@ -966,6 +1000,7 @@ impl Bfq {
         let (leaf, empty) = (queue.leaf, queue.sort.is_empty());
         if empty {
             self.fq.expire(leaf, charge.max(1), None).expect("live leaf");
+            self.recount_wr_busy(other);
         } else {
             self.fq.charge(leaf, charge.max(1)).expect("live leaf");
         }
@@ -1111,6 +1146,7 @@ impl Bfq {
             last_completion: 0,
             weight,
             wr_coeff: 1,
+            wr_busy: false,
             wr_start: 0,
             wr_duration: 0,
             soft_rt_next_start: request.arrival,
@@ -1184,6 +1220,9 @@ impl Bfq {
             let queue = self.queues.remove(key).expect("listed");
             if queue.wr_coeff > 1 {
                 self.raised -= 1;
+            }
+            if queue.wr_busy {
+                self.wr_busy_queues -= 1;
             }
             self.by_leaf[queue.leaf.index() as usize] = None;
             self.fq.remove_leaf(queue.leaf).expect("live leaf");
@@ -1485,6 +1524,7 @@ impl Bfq {
         self.fq
             .expire(leaf, charge.max(1), next_budget)
             .expect("live leaf");
+        self.recount_wr_busy(key);
     }
 
     fn take(&mut self, key: Qid, sort_key: (u64, RequestId), now: Nanos) -> Request {
@@ -1656,6 +1696,7 @@ impl Bfq {
         if became_busy {
             self.update_weight_raising(key, now);
             self.fq.activate(leaf, budget.max(len)).expect("live leaf");
+            self.recount_wr_busy(key);
         }
         if self.active == Some(key) {
             self.idle_until = None;
@@ -1844,7 +1885,9 @@ impl Bfq {
             if self.fq.is_active(queue.leaf).unwrap_or(false) {
                 self.fq.deactivate(queue.leaf).expect("live leaf");
             }
+            queue.wr_busy = false;
         }
+        self.wr_busy_queues = 0;
         out[start..].sort_by_key(|r| (r.arrival, r.id));
         self.queued = 0;
         self.active = None;
@@ -1979,6 +2022,8 @@ mod tests {
         queue.budget = 4 << 20;
         if raised {
             queue.wr_coeff = WR_COEFF;
+            policy.raised += 1;
+            policy.recount_wr_busy(key);
         }
         policy.served = (4 << 20) * served_percent / 100;
         let before = policy.fq.tags(leaf).unwrap().start;
