@@ -776,7 +776,10 @@ impl Bfq {
             if up {
                 *held += 1;
             } else {
-                *held -= 1;
+                // Every request freed was taken (a debug build checks): a count that wrapped
+                // would turn the group's queues away for good.
+                debug_assert!(*held > 0, "a request freed that its cgroup did not hold");
+                *held = held.saturating_sub(1);
                 if *held == 0 {
                     self.held_by_group.remove(&group);
                 }
