@@ -121,7 +121,9 @@ fn measure(args: &BenchArgs, policy: &str, jobs: u32, verbose: bool) -> Result<f
     let text = job_text(jobs, per_job, depth);
     let file = parse::parse_str(&text, "bench.fio", Path::new("."), &|_| None)
         .map_err(anyhow::Error::msg)?;
-    let config = args.setup.config(policy)?;
+    let mut config = args.setup.config(policy)?;
+    // As `iosched run`: the jobs keep no charts, which only reports draw.
+    config.charts = false;
     if verbose {
         let readers = if depth > 1 {
             format!("4 KiB random readers at iodepth {depth} (libaio)")

@@ -333,6 +333,9 @@ fn run_jobs(
         config.device = device_for(&file).into();
     }
     config.write_logs = true;
+    // fio's text and JSON draw no chart: the jobs keep none (with 1024 jobs, 21 MB and 7% of
+    // the time).
+    config.charts = false;
     // The seed comes first, so any run can be replayed; on stderr to keep JSON output clean.
     eprintln!(
         "iosched: seed {} (replay with --seed {}), policy {}, device {}",

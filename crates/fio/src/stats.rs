@@ -320,6 +320,8 @@ pub struct TimeSeries {
     /// windows without any are not kept (a job among 1024 on a disk completes an I/O every
     /// few windows, and filling the gaps was most of its chart's cost and memory).
     chart: Vec<(u32, Window)>,
+    /// Whether the chart is kept ([`TimeSeries::drop_chart`]).
+    charted: bool,
     /// Bandwidth samples of closed windows, KiB/s truncated to integers as fio's are.
     bandwidth_kib: Moments,
     /// IOPS samples of closed windows, truncated likewise.
@@ -384,7 +386,17 @@ impl TimeSeries {
             iops: Moments::default(),
             shift: 0,
             chart: Vec::new(),
+            charted: true,
         }
+    }
+
+    /// Keeps no chart from now on, only the rate samples' statistics: for runs whose output
+    /// draws none (`iosched run` prints fio's text and JSON, which report the statistics). A
+    /// job among 1024 keeps a chart window for nearly every I/O it completes, 20 KiB each at
+    /// 400 000 requests in all: 21 MB and the page faults to touch it.
+    pub fn drop_chart(&mut self) {
+        self.charted = false;
+        self.chart = Vec::new();
     }
 
     /// Counts an I/O of `bytes` that took `clat` and completed `since_start` after measurement
@@ -401,6 +413,9 @@ impl TimeSeries {
                 self.close();
                 self.open = Some((window, bytes, 1));
             }
+        }
+        if !self.charted {
+            return;
         }
         // The chart's window is `interval << shift`: its slot is the sample window's, shifted.
         while (window >> self.shift) as usize >= TIME_SERIES_WINDOWS_MAX {
@@ -890,6 +905,9 @@ pub struct JobResult {
     /// completion, shared by bytes among the I/Os merged into it. On a device that serves one
     /// command at a time this is the job's disk time, the share seed 003's controllers divide.
     pub device_time: Nanos,
+    /// Whether its directions keep time-series charts; [`JobResult::drop_charts`] turns them
+    /// off (this flag alone only keeps them off across [`JobResult::reset_stats`]).
+    pub charts: bool,
     /// Samples of I/Os in flight at each submission, by [`iodepth_bucket`].
     pub iodepth_levels: [u64; IODEPTH_LEVELS],
     /// Read, write and trim statistics.
@@ -975,6 +993,15 @@ impl JobResult {
             log: None,
             iolog: None,
             device_time: 0,
+            charts: true,
+        }
+    }
+
+    /// Keeps no time-series charts ([`TimeSeries::drop_chart`]), now and after a reset.
+    pub fn drop_charts(&mut self) {
+        self.charts = false;
+        for dir in &mut self.dirs {
+            dir.series.drop_chart();
         }
     }
 
@@ -982,6 +1009,9 @@ impl JobResult {
     /// as the `latency_target` search does before its final run at the depth it found).
     pub fn reset_stats(&mut self, now: Nanos) {
         self.dirs = std::array::from_fn(|_| DirStats::new(DEFAULT_SAMPLE_INTERVAL));
+        if !self.charts {
+            self.drop_charts();
+        }
         self.sync = Latency::new();
         self.iodepth_levels = [0; IODEPTH_LEVELS];
         self.measure_start = now;
@@ -1140,6 +1170,40 @@ mod tests {
 #[cfg(test)]
 mod series_tests {
     use super::*;
+
+    // Proves a series that drops its chart keeps the rate samples' statistics exactly as one
+    // that keeps it, and no window; and that a job's charts stay off across a reset (fio's
+    // `reset_all_stats`, as the latency_target search does).
+    #[test]
+    fn a_series_without_its_chart_keeps_the_rate_statistics() {
+        let mut full = TimeSeries::new(DEFAULT_SAMPLE_INTERVAL);
+        let mut bare = TimeSeries::new(DEFAULT_SAMPLE_INTERVAL);
+        bare.drop_chart();
+        // 15 s of I/Os, every 3 ms, through 30 windows and past a late completion.
+        for i in 0..5000u64 {
+            let since = i * 3_000_000 - u64::from(i == 2000) * 600_000_000;
+            full.record(since, 4096 << (i % 3), 1000 + i);
+            bare.record(since, 4096 << (i % 3), 1000 + i);
+        }
+        let runtime = 15_000_000_000;
+        assert_eq!(full.rate_moments(runtime), bare.rate_moments(runtime));
+        assert_eq!(full.bandwidth_samples(runtime).len(), 30);
+        assert!(bare.chart.is_empty());
+        assert!(bare.bandwidth_samples(runtime).iter().all(|&b| b == 0.0));
+
+        let file = crate::parse::parse_str(
+            "[a]\nrw=read\nsize=1m\n",
+            "t.fio",
+            std::path::Path::new("."),
+            &|_| None,
+        )
+        .unwrap();
+        let mut job = JobResult::for_job(&file.jobs[0], 1);
+        job.drop_charts();
+        job.reset_stats(5);
+        job.dirs[0].series.record(0, 4096, 1000);
+        assert!(job.dirs.iter().all(|dir| dir.series.chart.is_empty()));
+    }
 
     /// The chart as it was kept before windows without I/O were left out: every window, as a
     /// dense vector, coarsened by pairing neighbours. The model for the sparse chart.

@@ -70,6 +70,10 @@ pub struct SimConfig {
     /// ([`iosched_fio::output::logs::commit`]) when the run succeeds. Off for studies, whose
     /// runs would write the same files at once.
     pub write_logs: bool,
+    /// Whether each job keeps its time-series charts (bytes, I/Os and latency per window),
+    /// which the HTML report and the Python bindings draw; fio's text and JSON do not, and
+    /// `iosched run` turns them off ([`iosched_fio::JobResult::drop_charts`]).
+    pub charts: bool,
     /// Where to store the simulated time reached (ns) as the run goes, every few thousand
     /// events, for a progress display on another thread. Reading it changes nothing.
     pub progress: Option<Arc<AtomicU64>>,
@@ -92,6 +96,7 @@ impl Default for SimConfig {
             time_limit: limits::SIMULATED_TIME_MAX,
             group_settings: Vec::new(),
             write_logs: false,
+            charts: true,
             progress: None,
             progress_done: None,
         }
@@ -799,8 +804,11 @@ impl Simulation {
         let mut jobs = Vec::with_capacity(file.jobs.len());
         let mut own = Vec::with_capacity(file.jobs.len());
         for (index, spec) in file.jobs.iter().enumerate() {
-            let (job, sim) =
+            let (mut job, sim) =
                 Self::job_run(config.seed, index, spec, &layout, &mut groups, &mut zoned)?;
+            if !config.charts {
+                job.result.drop_charts();
+            }
             jobs.push(job);
             own.push(sim);
         }

@@ -495,6 +495,7 @@ mod tests {
             log: None,
             iolog: None,
             device_time: 0,
+            charts: true,
         };
         job.dirs[0].record(4096, None, 1000, Default::default(), 0);
         job

@@ -42,6 +42,7 @@
 //!     log: None,
 //!     iolog: None,
 //!     device_time: 0,
+//!     charts: true,
 //! };
 //! // One 4 KiB read every millisecond, each taking 800 us.
 //! for i in 0..1000u64 {

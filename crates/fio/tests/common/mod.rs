@@ -40,6 +40,7 @@ pub fn job(name: &str, group_id: u32, runtime: u64) -> JobResult {
         log: None,
         iolog: None,
         device_time: 0,
+        charts: true,
     }
 }
 
