@@ -544,6 +544,14 @@ impl Census {
     }
 }
 
+/// The cgroups from `group` up to the one below the root (none for the root), as
+/// `for_each_entity` walks a queue's groups; at most [`crate::limits::GROUP_DEPTH_MAX`] + 1.
+fn cgroup_chain(cgroups: &CgroupTree, group: GroupId) -> impl Iterator<Item = GroupId> + '_ {
+    std::iter::successors(Some(group), move |&group| Some(cgroups.parent(group)))
+        .take_while(|&group| group != GroupId::ROOT)
+        .take(crate::limits::GROUP_DEPTH_MAX + 1)
+}
+
 /// The BFQ policy.
 pub struct Bfq {
     fq: FairQueue,
@@ -767,11 +775,7 @@ impl Bfq {
     /// bfq with 4 readers 4% slower (how the hot functions were laid out, not instructions).
     #[inline(never)]
     fn hold(&mut self, group: GroupId, up: bool) {
-        let mut group = group;
-        for _ in 0..=crate::limits::GROUP_DEPTH_MAX {
-            if group == GroupId::ROOT {
-                return;
-            }
+        for group in cgroup_chain(&self.cgroups, group) {
             let held = self.held_by_group.entry(group).or_insert(0);
             if up {
                 *held += 1;
@@ -784,7 +788,6 @@ impl Bfq {
                     self.held_by_group.remove(&group);
                 }
             }
-            group = self.cgroups.parent(group);
         }
     }
 
@@ -793,13 +796,10 @@ impl Bfq {
         let mut held = HashMap::<GroupId, u64>::default();
         for queue in self.queues.values() {
             let count = (queue.queued() + queue.in_flight) as u64;
-            let mut group = queue.group;
-            for _ in 0..=crate::limits::GROUP_DEPTH_MAX {
-                if count == 0 || group == GroupId::ROOT {
-                    break;
+            if count > 0 {
+                for group in cgroup_chain(&self.cgroups, queue.group) {
+                    *held.entry(group).or_insert(0) += count;
                 }
-                *held.entry(group).or_insert(0) += count;
-                group = self.cgroups.parent(group);
             }
         }
         held
@@ -1403,12 +1403,7 @@ impl Bfq {
             group = self.cgroups.parent(group);
         };
         // The cgroups from the one below the root down to the queue's.
-        let mut path = Vec::new();
-        let mut group = queue.group;
-        while group != GroupId::ROOT && path.len() < crate::limits::GROUP_DEPTH_MAX + 1 {
-            path.push(group);
-            group = self.cgroups.parent(group);
-        }
+        let mut path: Vec<GroupId> = cgroup_chain(&self.cgroups, queue.group).collect();
         path.reverse();
         let allocated = |queue: &Queue| (queue.queued() + queue.in_flight) as u64;
         let class = self.fq.class(queue.leaf).unwrap_or(IoPrioClass::Be);
