@@ -546,6 +546,8 @@ impl Grid {
         let mut config = SimConfig {
             seed: self.seed,
             device: self.device.clone(),
+            // The table reads the jobs' statistics; nothing draws their charts.
+            charts: false,
             ..SimConfig::default()
         };
         let mut workload = &self.workloads[0];
