@@ -791,6 +791,17 @@ impl Bfq {
         }
     }
 
+    /// One of queue `key`'s requests left the drive (completed, or handed back to be sent
+    /// again): one fewer in flight, and one fewer held by its cgroups.
+    fn leave_drive(&mut self, key: Qid) {
+        let queue = self.queues.get_mut(&key).expect("live queue");
+        if queue.in_flight > 0 {
+            queue.in_flight -= 1;
+            let group = queue.group;
+            self.hold(group, false);
+        }
+    }
+
     /// [`Bfq::held_by_group`] counted from the queues.
     fn held_from_scratch(&self) -> HashMap<GroupId, u64> {
         let mut held = HashMap::<GroupId, u64>::default();
@@ -1393,15 +1404,6 @@ impl Bfq {
             return false;
         }
         // Whether cgroup `group` is `ancestor` or below it.
-        let within = |ancestor: GroupId, mut group: GroupId| loop {
-            if group == ancestor {
-                return true;
-            }
-            if group == GroupId::ROOT {
-                return false;
-            }
-            group = self.cgroups.parent(group);
-        };
         // The cgroups from the one below the root down to the queue's (none for a queue of
         // the root, asked without building anything: a collect of nothing was a tenth of this
         // check, which bfq's waiters ask 27 times per request with 1024 deep jobs).
@@ -1431,7 +1433,7 @@ impl Bfq {
                         held,
                         self.queues
                             .values()
-                            .filter(|q| within(cgroup, q.group))
+                            .filter(|q| cgroup_chain(&self.cgroups, q.group).any(|g| g == cgroup))
                             .map(allocated)
                             .sum::<u64>(),
                         "held_by_group kept in step"
@@ -1650,12 +1652,7 @@ impl Policy for Bfq {
     fn requeue(&mut self, request: Request, _now: Nanos) {
         if let Some(key) = self.queues.find(&Self::key_of(&request)) {
             let before = self.member(key);
-            let queue = self.queues.get_mut(&key).expect("found");
-            let (held, group) = (queue.in_flight > 0, queue.group);
-            queue.in_flight = queue.in_flight.saturating_sub(1);
-            if held {
-                self.hold(group, false);
-            }
+            self.leave_drive(key);
             self.recount(key, before);
         }
         self.in_driver = self.in_driver.saturating_sub(1);
@@ -1917,12 +1914,8 @@ impl Bfq {
         let Some(queue) = self.queues.get_mut(&key) else {
             return;
         };
-        let (held, group) = (queue.in_flight > 0, queue.group);
-        queue.in_flight = queue.in_flight.saturating_sub(1);
         queue.last_completion = now;
-        if held {
-            self.hold(group, false);
-        }
+        self.leave_drive(key);
         self.recount(key, before);
         let queue = self.queues.get_mut(&key).expect("just counted");
         // bfq_completed_request: the soft real-time start postponed at the expiry, now that
