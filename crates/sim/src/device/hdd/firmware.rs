@@ -428,12 +428,12 @@ impl Hdd {
     /// win or tie. Ties go as `plain_best`'s: the earliest accepted, then the first queued.
     /// `None` where `plain_best` would decline (a command of high priority or overdue) or the
     /// curve does not rise.
-    pub(super) fn plain_walk<'a>(
+    pub(super) fn plain_walk(
         &self,
-        list: &'a [Queued],
+        list: &[ByCylinder],
         now: Nanos,
         under: f64,
-    ) -> Option<Option<(&'a Queued, f64)>> {
+    ) -> Option<Option<(&Queued, f64)>> {
         let selection = &self.selection;
         if self.queued.high > 0 || !self.seek_rises {
             return None;
@@ -448,7 +448,7 @@ impl Hdd {
         let credit = selection.age_weight * nanos_f64(max_age);
         let cylinder = self.head.cylinder;
         let (mut below, mut above) = {
-            let at = list.partition_point(|queued| queued.target.cylinder < cylinder);
+            let at = list.partition_point(|entry| entry.cylinder < cylinder);
             (at, at)
         };
         // The best so far: the command, its positioning, its aged positioning.
@@ -456,19 +456,19 @@ impl Hdd {
         loop {
             let down = below.checked_sub(1).map(|index| &list[index]);
             let up = list.get(above);
-            let (queued, upward) = match (down, up) {
+            let (entry, upward) = match (down, up) {
                 (None, None) => break,
                 (Some(down), None) => (down, false),
                 (None, Some(up)) => (up, true),
                 (Some(down), Some(up)) => {
-                    if cylinder - down.target.cylinder <= up.target.cylinder - cylinder {
+                    if cylinder - down.cylinder <= up.cylinder - cylinder {
                         (down, false)
                     } else {
                         (up, true)
                     }
                 }
             };
-            let distance = queued.target.cylinder.abs_diff(cylinder);
+            let distance = entry.cylinder.abs_diff(cylinder);
             if best.is_some_and(|(_, _, effective)| self.seek.time_ns(distance) - credit > effective)
             {
                 // This side is done.
@@ -484,6 +484,7 @@ impl Hdd {
             } else {
                 below -= 1;
             }
+            let queued = self.queued.get(entry.slot);
             if queued.ready_at > now {
                 continue;
             }
@@ -546,11 +547,7 @@ impl Hdd {
     }
 
     pub(super) fn start_command(&mut self, now: Nanos, slot: u32) {
-        let position = self
-            .queued
-            .iter()
-            .position(|queued| queued.slot == slot)
-            .expect("command is queued");
+        let position = self.queued.position(slot).expect("command is queued");
         let target = self.queued.remove(position).target;
         let command = self.command(slot);
         let (first, end) = (command.first, command.end);
@@ -840,7 +837,7 @@ impl Hdd {
     pub(super) fn serve_queued_from_buffer(&mut self, now: Nanos) {
         let mut index = 0;
         while index < self.queued.len() {
-            let slot = self.queued[index].slot;
+            let slot = self.queued.slot_at(index);
             let command = self.command(slot);
             let ready = command.ready_at.max(now);
             if command.request.op == Op::Read
@@ -858,7 +855,7 @@ impl Hdd {
     pub(super) fn ride_queued_reads(&mut self, now: Nanos) {
         let mut index = 0;
         while index < self.queued.len() {
-            let slot = self.queued[index].slot;
+            let slot = self.queued.slot_at(index);
             let command = self.command(slot);
             if command.request.op == Op::Read
                 && !command.request.fua
