@@ -715,7 +715,7 @@ impl Waiters {
     /// The common answer, nobody waiting or no room for anybody, is given here, inlined into
     /// the engines' loops, which ask after every completion and dispatch (with 1024 readers
     /// behind 64 requests, several times per request, nearly always to hear "full"); the pass
-    /// itself is [`Waiters::admit_pass`].
+    /// itself is `Waiters::admit_pass`.
     #[inline]
     pub fn admit(
         &mut self,

@@ -6,30 +6,64 @@
 //! a writer), deadline's requests (up to `nr_requests`), a service tree's busy queues (4 with 4
 //! jobs, 1024 with 1024). A `BTreeMap` search, insertion or removal cost 100 to 200
 //! instructions even on one node; a binary search and a short shift in a vector cost a few
-//! dozen. Up to [`SMALL_MAX`] entries the map is a sorted vector; beyond, a `BTreeMap`, so every
-//! operation stays O(log n); it turns back into a vector at [`SMALL_AGAIN`] entries, the gap
-//! keeping a map that hovers at the bound from converting at every step.
+//! dozen. Up to [`OrdMap::SMALL_MAX`] entries the map is a sorted vector; beyond, a
+//! `BTreeMap`, so every operation stays O(log n); it turns back into a vector at
+//! [`OrdMap::SMALL_AGAIN`] entries, the gap keeping a map that hovers at the bound from
+//! converting at every step.
 //!
-//! 64 entries: deadline's sorted requests at 1024 jobs (about 30 queued) went 1.13x faster
-//! as a vector than as a B-tree in wall clock; below 16 the vector was the faster in
-//! instructions for every policy.
+//! The bound is what a shift costs: 16 KiB of entries ([`SMALL_BYTES`]), at most 128
+//! ([`SMALL_ENTRIES`]). A vector's insertion or removal moves the entries after it (all of
+//! them when a queue served in order takes its first), a B-tree's a node's worth; at 16 KiB
+//! the shift costs about what the B-tree's search does. Measured on this bench's machine:
+//!
+//! - deadline's sorted requests at 1024 jobs (about 30 queued) went 1.13x faster as a vector
+//!   than as a B-tree, and below 16 the vector was the faster in instructions for every policy;
+//! - anticipatory's (about 100 requests of 144 bytes behind its 128 `nr_requests`) 1.11x
+//!   faster at 1024 jobs with a bound of 113 than with 64;
+//! - a FIFO of 24-byte entries served from the front, with 512 requests per queue, 12% slower
+//!   as a vector of up to 682 entries (16 KiB) than as a B-tree past 64; within 1% at 128.
 //!
 //! It offers what the policies use of `BTreeMap`, in the same order with the same answers.
 
 use std::collections::{btree_map, BTreeMap};
 use std::ops::{Bound, RangeBounds};
 
-/// Most entries kept as a sorted vector.
-pub const SMALL_MAX: usize = 64;
-/// A B-tree that falls to this many entries becomes a vector again.
-pub const SMALL_AGAIN: usize = 32;
+/// Most bytes of entries kept as a sorted vector (see [`OrdMap::SMALL_MAX`]).
+pub const SMALL_BYTES: usize = 16 * 1024;
+
+/// Most entries kept as a sorted vector, however small they are.
+pub const SMALL_ENTRIES: usize = 128;
+
+/// Fewest entries a map keeps as a sorted vector, however large they are.
+pub const SMALL_MIN: usize = 16;
+
+impl<K, V> OrdMap<K, V> {
+    /// Most entries kept as a sorted vector: as many as fit in [`SMALL_BYTES`], at least
+    /// [`SMALL_MIN`] and at most [`SMALL_ENTRIES`].
+    pub const SMALL_MAX: usize = {
+        let fit = match SMALL_BYTES.checked_div(std::mem::size_of::<(K, V)>()) {
+            Some(fit) => fit,
+            None => SMALL_ENTRIES,
+        };
+        if fit < SMALL_MIN {
+            SMALL_MIN
+        } else if fit > SMALL_ENTRIES {
+            SMALL_ENTRIES
+        } else {
+            fit
+        }
+    };
+
+    /// A B-tree that falls to this many entries becomes a vector again.
+    pub const SMALL_AGAIN: usize = Self::SMALL_MAX / 2;
+}
 
 /// An ordered map by `K` (see the [module documentation](self)).
 #[derive(Clone, Debug)]
 pub enum OrdMap<K, V> {
-    /// Sorted by key, at most [`SMALL_MAX`] entries.
+    /// Sorted by key, at most [`OrdMap::SMALL_MAX`] entries.
     Small(Vec<(K, V)>),
-    /// More than [`SMALL_AGAIN`] entries.
+    /// More than [`OrdMap::SMALL_AGAIN`] entries.
     Large(BTreeMap<K, V>),
 }
 
@@ -64,7 +98,7 @@ impl<K: Ord + Copy, V> OrdMap<K, V> {
         match self {
             OrdMap::Small(entries) => match entries.binary_search_by(|(k, _)| k.cmp(&key)) {
                 Ok(at) => Some(std::mem::replace(&mut entries[at].1, value)),
-                Err(at) if entries.len() < SMALL_MAX => {
+                Err(at) if entries.len() < Self::SMALL_MAX => {
                     entries.insert(at, (key, value));
                     None
                 }
@@ -89,7 +123,7 @@ impl<K: Ord + Copy, V> OrdMap<K, V> {
             }
             OrdMap::Large(map) => {
                 let value = map.remove(key);
-                if map.len() <= SMALL_AGAIN {
+                if map.len() <= Self::SMALL_AGAIN {
                     *self = OrdMap::Small(std::mem::take(map).into_iter().collect());
                 }
                 value
@@ -255,8 +289,9 @@ mod tests {
         Range(Bound<u8>, Bound<u8>),
     }
 
-    /// Keys from 0 to KEYS - 1: more than SMALL_MAX, so the map can become a B-tree.
-    const KEYS: u8 = 120;
+    /// Keys from 0 to KEYS - 1: more than `SMALL_MAX` (128 of these small entries), so the
+    /// map can become a B-tree.
+    const KEYS: u8 = 200;
 
     fn bound() -> impl Strategy<Value = Bound<u8>> {
         prop_oneof![
@@ -280,8 +315,8 @@ mod tests {
     /// down in most cases.
     fn steps() -> impl Strategy<Value = Vec<Step>> {
         (
-            proptest::collection::vec(step(true), 0..300),
-            proptest::collection::vec(step(false), 0..300),
+            proptest::collection::vec(step(true), 0..500),
+            proptest::collection::vec(step(false), 0..500),
         )
             .prop_map(|(mut grow, shrink)| {
                 grow.extend(shrink);
@@ -292,7 +327,7 @@ mod tests {
     proptest! {
         // Proves the map answers as a BTreeMap through inserts, removals and ranges read from
         // both ends, across its changes between a vector and a B-tree (a growing phase then a
-        // shrinking one over 120 keys). Fails if a conversion loses or reorders an entry, or a
+        // shrinking one over 200 keys). Fails if a conversion loses or reorders an entry, or a
         // bound is off by one.
         #[test]
         fn answers_as_a_btreemap(steps in steps()) {
@@ -316,7 +351,9 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(map.len(), model.len());
-                prop_assert!(map.len() <= SMALL_MAX || matches!(map, OrdMap::Large(_)));
+                prop_assert!(
+                    map.len() <= OrdMap::<u8, u32>::SMALL_MAX || matches!(map, OrdMap::Large(_))
+                );
                 prop_assert_eq!(map.first(), model.first_key_value());
                 prop_assert_eq!(map.last(), model.last_key_value());
                 for k in [0u8, 7, 23, 47, 64, 119] {
@@ -327,10 +364,22 @@ mod tests {
         }
     }
 
+    // Proves the bounds follow the entries' size: 16 KiB of them, from 16 to 128 entries.
+    #[test]
+    fn its_bounds_follow_the_entry_size() {
+        assert_eq!(OrdMap::<u32, u32>::SMALL_MAX, SMALL_ENTRIES);
+        assert_eq!(OrdMap::<u64, [u8; 248]>::SMALL_MAX, 64);
+        assert_eq!(OrdMap::<u64, [u8; 4088]>::SMALL_MAX, SMALL_MIN);
+        assert_eq!(OrdMap::<u64, [u8; 248]>::SMALL_AGAIN, 32);
+        assert_eq!(OrdMap::<(), ()>::SMALL_MAX, SMALL_ENTRIES);
+    }
+
     // Proves the map becomes a B-tree past SMALL_MAX entries and a vector again at
     // SMALL_AGAIN, keeping its entries.
     #[test]
     fn changes_form_at_its_bounds() {
+        const SMALL_MAX: usize = OrdMap::<u32, u32>::SMALL_MAX;
+        const SMALL_AGAIN: usize = OrdMap::<u32, u32>::SMALL_AGAIN;
         let mut map = OrdMap::new();
         for k in 0..=SMALL_MAX as u32 {
             map.insert(k, k * 10);

@@ -345,7 +345,7 @@ impl MergeFifo {
     }
 }
 
-/// The noop policy: one [`MergeFifo`].
+/// The noop policy: one `MergeFifo`.
 #[derive(Debug, Default)]
 pub struct Noop {
     queue: MergeFifo,
