@@ -18,8 +18,8 @@
 //!
 //! - deadline's sorted requests at 1024 jobs (about 30 queued) went 1.13x faster as a vector
 //!   than as a B-tree, and below 16 the vector was the faster in instructions for every policy;
-//! - anticipatory's (about 100 requests of 144 bytes behind its 128 `nr_requests`) 1.11x
-//!   faster at 1024 jobs with a bound of 113 than with 64;
+//! - anticipatory's (about 100 sorted requests of 96 bytes behind its 128 `nr_requests`) 1.11x
+//!   faster at 1024 jobs with a bound of 128 than with 64;
 //! - a FIFO of 24-byte entries served from the front, with 512 requests per queue, 12% slower
 //!   as a vector of up to 682 entries (16 KiB) than as a B-tree past 64; within 1% at 128.
 //!

@@ -138,7 +138,7 @@ struct Entry {
 /// One priority level's queues (`struct dd_per_prio`).
 ///
 /// The requests stay in one place (`entries`) and the sort lists hold their keys there, so
-/// that keeping a sorted vector of requests moves 24 bytes per request, not 144.
+/// that keeping a sorted vector of requests moves 24 bytes per request, not 96.
 #[derive(Debug, Default)]
 struct Level {
     sort: [OrdMap<SortKey, u32>; 2],
