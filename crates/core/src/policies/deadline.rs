@@ -22,8 +22,7 @@
 
 use super::PolicyInfo;
 use crate::ioprio::IoPrioClass;
-use crate::ordmap::OrdMap;
-use slab::Slab;
+use super::sorted::{SortKey, Sorted, SortedRequests};
 use crate::policy::{Dispatch, Policy};
 use crate::request::{
     merge_back, merge_front, mergeable, Direction, MergeLimits, Request, RequestId,
@@ -126,24 +125,10 @@ fn level_of(request: &Request, priorities: bool) -> usize {
     }
 }
 
-type SortKey = (u64, RequestId);
-type FifoKey = (Nanos, RequestId);
-
-#[derive(Debug)]
-struct Entry {
-    request: Request,
-    fifo_time: Nanos,
-}
-
 /// One priority level's queues (`struct dd_per_prio`).
-///
-/// The requests stay in one place (`entries`) and the sort lists hold their keys there, so
-/// that keeping a sorted vector of requests moves 24 bytes per request, not 96.
 #[derive(Debug, Default)]
 struct Level {
-    sort: [OrdMap<SortKey, u32>; 2],
-    entries: Slab<Entry>,
-    fifo: [OrdMap<FifoKey, u64>; 2],
+    requests: SortedRequests,
     latest_pos: [u64; 2],
     /// Requests of this level inserted and not yet completed (queued or in flight).
     pending: u32,
@@ -151,53 +136,22 @@ struct Level {
 
 impl Level {
     fn queued(&self) -> usize {
-        self.sort[0].len() + self.sort[1].len()
+        self.requests.len()
     }
 
     /// The queued request with the lowest offset at or above `latest_pos` (`deadline_from_pos`).
     fn next_request(&self, dir: usize) -> Option<SortKey> {
         let position = self.latest_pos[dir];
-        self.sort[dir]
-            .range((position, RequestId(0))..)
+        self.requests
+            .range(dir, (position, RequestId(0))..)
             .next()
-            .map(|(key, _)| *key)
-    }
-
-    fn fifo_head(&self, dir: usize) -> Option<SortKey> {
-        self.fifo[dir]
-            .iter()
-            .next()
-            .map(|(&(_, id), &offset)| (offset, id))
+            .map(|(key, _)| key)
     }
 
     fn fifo_expired(&self, dir: usize, now: Nanos) -> bool {
-        self.fifo[dir]
-            .keys()
-            .next()
-            .is_some_and(|&(fifo_time, _)| fifo_time <= now)
-    }
-
-    fn remove(&mut self, dir: usize, key: SortKey) -> Entry {
-        let at = self.sort[dir]
-            .remove(&key)
-            .expect("request is on the sort list");
-        let entry = self.entries.remove(at as usize);
-        let removed = self.fifo[dir].remove(&(entry.fifo_time, key.1));
-        assert!(removed.is_some(), "request is on the FIFO");
-        entry
-    }
-
-    /// The queued request at `key`.
-    fn entry(&self, dir: usize, key: &SortKey) -> &Entry {
-        &self.entries[self.sort[dir][key] as usize]
-    }
-
-    fn add(&mut self, dir: usize, entry: Entry) {
-        let key = (entry.request.offset, entry.request.id);
-        self.fifo[dir].insert((entry.fifo_time, key.1), key.0);
-        let at = u32::try_from(self.entries.insert(entry)).expect("fewer than 2^32 requests");
-        let previous = self.sort[dir].insert(key, at);
-        assert!(previous.is_none(), "request ids are unique");
+        self.requests
+            .fifo_head_time(dir)
+            .is_some_and(|fifo_time| fifo_time <= now)
     }
 }
 
@@ -261,8 +215,8 @@ impl Deadline {
                     break 'choose (self.last_dir, key);
                 }
             }
-            let reads = !current.fifo[0].is_empty();
-            let writes = !current.fifo[1].is_empty();
+            let reads = !current.requests.is_empty(0);
+            let writes = !current.requests.is_empty(1);
             let dir = if reads {
                 let starve_writes = writes && {
                     let starved = self.starved;
@@ -285,6 +239,7 @@ impl Deadline {
             let key = match next {
                 Some(key) if !current.fifo_expired(dir, now) => key,
                 _ => current
+                    .requests
                     .fifo_head(dir)
                     .expect("direction has queued requests"),
             };
@@ -293,13 +248,13 @@ impl Deadline {
             (dir, key)
         };
         let current = &mut self.levels[level];
-        let fifo_time = current.entry(dir, &key).fifo_time;
+        let fifo_time = current.requests.get(dir, &key).fifo_time;
         let started = fifo_time.saturating_sub(self.fifo_expire[dir]);
         if started > latest_start {
             return None;
         }
         self.batching += 1;
-        let entry = current.remove(dir, key);
+        let entry = current.requests.remove(dir, key);
         current.latest_pos[dir] = entry.request.offset;
         self.queued -= 1;
         Some(entry.request)
@@ -319,34 +274,20 @@ impl Deadline {
     /// (`attempt_back_merge` / `attempt_front_merge`), the survivor taking the earlier expiry.
     fn merge_neighbour(&mut self, level: usize, dir: usize, key: SortKey, limits: MergeLimits) {
         let current = &mut self.levels[level];
-        let grown = &current.entry(dir, &key).request;
-        let (start, end) = (grown.offset, grown.end());
-        let entries = &current.entries;
-        let after = current.sort[dir]
-            .range((end, RequestId(0))..)
-            .next()
-            .filter(|(k, &at)| {
-                k.0 == end && mergeable(grown, &entries[at as usize].request, limits)
-            })
-            .map(|(k, _)| *k);
-        let before = current.sort[dir]
-            .range(..key)
-            .next_back()
-            .filter(|(_, &at)| {
-                let queued = &entries[at as usize].request;
-                queued.end() == start && mergeable(queued, grown, limits)
-            })
-            .map(|(k, _)| *k);
+        let requests = &current.requests;
+        let grown = &requests.get(dir, &key).request;
+        let after = requests.starting_at(dir, grown.end(), |next| mergeable(grown, next, limits));
+        let before = requests.ending_at(dir, key, |previous| mergeable(previous, grown, limits));
         let (survivor_key, folded_key) = match (after, before) {
             (Some(after), _) => (key, after),
             (None, Some(before)) => (before, key),
             (None, None) => return,
         };
-        let folded = current.remove(dir, folded_key);
-        let mut survivor = current.remove(dir, survivor_key);
+        let folded = current.requests.remove(dir, folded_key);
+        let mut survivor = current.requests.remove(dir, survivor_key);
         survivor.fifo_time = survivor.fifo_time.min(folded.fifo_time);
         merge_back(&mut survivor.request, folded.request);
-        current.add(dir, survivor);
+        current.requests.add(dir, survivor);
         current.pending -= 1;
         self.queued -= 1;
     }
@@ -440,17 +381,13 @@ impl Deadline {
         let dir = request.direction() as usize;
         let current = &mut self.levels[level];
         // Back merge: the queued request just below ends where this one starts.
-        let entries = &current.entries;
-        let below = current.sort[dir]
-            .range(..(request.offset, RequestId(0)))
-            .next_back()
-            .filter(|(_, &at)| {
-                let queued = &entries[at as usize].request;
-                queued.end() == request.offset && mergeable(queued, &request, limits)
-            })
-            .map(|(k, &at)| (*k, at));
-        if let Some((key, at)) = below {
-            merge_back(&mut current.entries[at as usize].request, request);
+        let below = current
+            .requests
+            .ending_at(dir, (request.offset, RequestId(0)), |queued| {
+                mergeable(queued, &request, limits)
+            });
+        if let Some(key) = below {
+            merge_back(&mut current.requests.get_mut(dir, &key).request, request);
             self.merge_neighbour(level, dir, key, limits);
             return Ok(());
         }
@@ -458,22 +395,17 @@ impl Deadline {
             return Err(request);
         }
         // Front merge: a queued request starts where this one ends.
-        let entries = &current.entries;
-        let above = current.sort[dir]
-            .range((request.end(), RequestId(0))..)
-            .next()
-            .filter(|(k, &at)| {
-                k.0 == request.end() && mergeable(&entries[at as usize].request, &request, limits)
-            })
-            .map(|(k, _)| *k);
+        let above = current
+            .requests
+            .starting_at(dir, request.end(), |queued| mergeable(queued, &request, limits));
         let Some(key) = above else {
             return Err(request);
         };
         // The start offset changes, so the request moves in the sort list (`dd_request_merged`).
-        let mut entry = current.remove(dir, key);
+        let mut entry = current.requests.remove(dir, key);
         merge_front(&mut entry.request, request);
         let new_key = (entry.request.offset, entry.request.id);
-        current.add(dir, entry);
+        current.requests.add(dir, entry);
         self.merge_neighbour(level, dir, new_key, limits);
         Ok(())
     }
@@ -485,7 +417,7 @@ impl Deadline {
         let dir = request.direction() as usize;
         let fifo_time = since.saturating_add(self.fifo_expire[dir]);
         let current = &mut self.levels[level];
-        current.add(dir, Entry { request, fifo_time });
+        current.requests.add(dir, Sorted { request, fifo_time });
         current.pending += 1;
         self.queued += 1;
     }
@@ -528,12 +460,8 @@ impl Deadline {
     pub(super) fn drain_all(&mut self, out: &mut Vec<Request>) {
         out.extend(self.requeued.drain(..));
         for level in &mut self.levels {
-            let mut entries: Vec<Entry> = Vec::with_capacity(level.queued());
-            for dir in 0..2 {
-                level.fifo[dir].clear();
-                level.sort[dir].clear();
-            }
-            entries.extend(level.entries.drain());
+            let mut entries: Vec<Sorted> = Vec::with_capacity(level.queued());
+            level.requests.take_all(&mut entries);
             entries.sort_by_key(|e| (e.request.arrival, e.request.id));
             level.pending -= entries.len() as u32;
             out.extend(entries.into_iter().map(|e| e.request));

@@ -70,6 +70,8 @@ register! {
     dass,
 }
 
+mod sorted;
+
 /// The catalog entry for `name` or one of its aliases.
 pub fn find(name: &str) -> Result<&'static PolicyInfo, UnknownPolicy> {
     catalog()

@@ -113,10 +113,10 @@ impl Anticipatory {
             return false;
         }
         current.last_check_fifo[dir] = now;
-        current.fifo[dir]
-            .keys()
-            .next()
-            .is_some_and(|&(expires, _)| now > expires)
+        current
+            .requests
+            .fifo_head_time(dir)
+            .is_some_and(|fifo_time| now > fifo_time)
     }
 
     /// `update_write_batch`: grow or shrink the write count toward `write_batch_expire`.
@@ -150,7 +150,7 @@ impl Anticipatory {
     ) -> Request {
         self.antic_stop();
         self.antic = Antic::Off;
-        let entry = self.levels[level].remove(dir, key);
+        let entry = self.levels[level].requests.remove(dir, key);
         let request = entry.request;
         self.queued -= 1;
         self.nr_dispatched += 1;
@@ -182,8 +182,8 @@ impl Anticipatory {
     pub(super) fn start_batch(&mut self, now: Nanos) -> Option<(usize, usize, SortKey)> {
         let (level, aged) = self.choose_level(now)?;
         let current = &self.levels[level];
-        let reads = !current.sort[SYNC].is_empty();
-        let writes = !current.sort[ASYNC].is_empty();
+        let reads = !current.requests.is_empty(SYNC);
+        let writes = !current.requests.is_empty(ASYNC);
         let same_level = level == self.batch_level;
         let previous_dir = if same_level {
             self.batch_dir
@@ -192,7 +192,7 @@ impl Anticipatory {
         };
         let (dir, key) = if reads && !(writes && previous_dir == SYNC) {
             // A sync batch starts at the oldest request.
-            let key = current.fifo_head(SYNC).expect("reads are queued");
+            let key = current.requests.fifo_head(SYNC).expect("reads are queued");
             if self.batch_dir == ASYNC {
                 self.changed_batch = true;
             }
@@ -242,10 +242,10 @@ impl Anticipatory {
         stats.nr_queued += request.request_count() as u32;
         let breaks = matches!(self.antic, Antic::WaitReq | Antic::WaitNext)
             && self.can_break_anticipation(Some(&request), now);
-        let expires = since.saturating_add(self.fifo_expire[dir]);
+        let fifo_time = since.saturating_add(self.fifo_expire[dir]);
         let current = &mut self.levels[level];
         current.waiting_since.get_or_insert(now);
-        current.add(dir, Entry { request, expires });
+        current.requests.add(dir, Sorted { request, fifo_time });
         self.queued += 1;
         if breaks {
             self.antic_stop();
@@ -263,8 +263,8 @@ impl Anticipatory {
         }
         let level = self.batch_level;
         let current = &self.levels[level];
-        let reads = !current.sort[SYNC].is_empty();
-        let writes = !current.sort[ASYNC].is_empty();
+        let reads = !current.requests.is_empty(SYNC);
+        let writes = !current.requests.is_empty(ASYNC);
         if self.batch_dir == ASYNC && !reads && (self.current_write_count == 0 || !writes) {
             // The write batch was uncontended: do not time it.
             self.write_batch_idled = true;
@@ -305,17 +305,17 @@ impl Anticipatory {
             let mut next = self.levels[level].next_request(dir, self.last_pos[dir]);
             if dir == SYNC && self.antic_expire > 0 {
                 if self.fifo_expired(level, SYNC, now) {
-                    next = self.levels[level].fifo_head(SYNC);
+                    next = self.levels[level].requests.fifo_head(SYNC);
                 } else {
                     let candidate =
-                        next.map(|key| self.levels[level].entry(SYNC, &key).request.clone());
+                        next.map(|key| self.levels[level].requests.get(SYNC, &key).request.clone());
                     if self.can_anticipate(candidate.as_ref(), now) {
                         self.antic_waitreq();
                         return self.wait_decision();
                     }
                 }
             } else if next.is_some() && self.fifo_expired(level, dir, now) {
-                next = self.levels[level].fifo_head(dir);
+                next = self.levels[level].requests.fifo_head(dir);
             }
             if let Some(key) = next {
                 if reads && !writes && dir == SYNC {
@@ -329,6 +329,7 @@ impl Anticipatory {
         };
         if self.fifo_expired(level, dir, now) {
             key = self.levels[level]
+                .requests
                 .fifo_head(dir)
                 .expect("the level has requests");
         }

@@ -71,8 +71,8 @@ use crate::request::{merge_back, merge_front, mergeable, FlowId, MergeLimits, Re
 use crate::time::{from_millis, Nanos, MILLISECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
 use antic::{Antic, FlowStats};
-use level::{Entry, Level, SortKey};
-use crate::ordmap::OrdMap;
+use super::sorted::{SortKey, Sorted, SortedRequests};
+use level::Level;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
 

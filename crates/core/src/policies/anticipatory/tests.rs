@@ -40,32 +40,32 @@ fn backward_seeks_cost_double() {
     let mut level = Level::default();
     let head = 1 << 30;
     for (id, offset) in [(1, head + 100_000), (2, head - 40_000)] {
-        level.add(
+        level.requests.add(
             SYNC,
-            Entry {
+            Sorted {
                 request: request(id, Op::Read, offset, 4096),
-                expires: 0,
+                fifo_time: 0,
             },
         );
     }
     assert_eq!(level.next_request(SYNC, head).unwrap().1, RequestId(2));
-    level.remove(SYNC, (head - 40_000, RequestId(2)));
-    level.add(
+    level.requests.remove(SYNC, (head - 40_000, RequestId(2)));
+    level.requests.add(
         SYNC,
-        Entry {
+        Sorted {
             request: request(3, Op::Read, head - 60_000, 4096),
-            expires: 0,
+            fifo_time: 0,
         },
     );
     assert_eq!(level.next_request(SYNC, head).unwrap().1, RequestId(1));
     // Everything behind and beyond MAXBACK: the elevator wraps to the lowest offset.
     let mut far = Level::default();
     for (id, offset) in [(4, 10 << 20), (5, 5 << 20)] {
-        far.add(
+        far.requests.add(
             SYNC,
-            Entry {
+            Sorted {
                 request: request(id, Op::Read, offset, 4096),
-                expires: 0,
+                fifo_time: 0,
             },
         );
     }
