@@ -100,7 +100,9 @@ pub struct ElevatorStats {
     /// Times a request was turned away because `nr_requests` were in use.
     pub full: u64,
     /// Times the policy turned a request away with room in the queue
-    /// ([`Policy::may_allocate`], Linux's `limit_depth`).
+    /// ([`Policy::may_allocate`], Linux's `limit_depth`): a waiter set aside under a hold
+    /// ([`Policy::allocation_hold`]) is not asked again until the hold loosens, so counts once
+    /// for that wait.
     pub limited: u64,
     /// Requests a stage above the policy held back.
     pub held: u64,
@@ -356,6 +358,38 @@ impl Elevator {
             self.stats.limited += 1;
         }
         allowed
+    }
+
+    /// What holds back a waiter [`Elevator::waiter_may_allocate`] just turned away, when the
+    /// policy will report it loosened ([`Policy::allocation_hold`]): the waiters then set it
+    /// aside. Only with one pool of requests and no group limit or stage, where a waiter the
+    /// policy turns away changes nothing in the pass but its flow's turn (see
+    /// [`Waiters`]); `None` otherwise, and the waiter is asked again at every pass.
+    fn waiter_hold(&mut self, request: &Request) -> Option<u64> {
+        if self.stage.is_some()
+            || self.per_direction
+            || self.nr_group_requests > 0
+            || request.op == Op::Flush
+        {
+            return None;
+        }
+        let in_use = self.in_use(request.direction());
+        self.policy
+            .allocation_hold(request, in_use, self.nr_requests)
+    }
+
+    /// The holds that may have loosened since the last call ([`Policy::loosened`]): their
+    /// keys in `keys`, and `true` when all may have.
+    fn loosened(&mut self, keys: &mut Vec<u64>) -> bool {
+        self.policy.loosened(self.nr_requests, keys)
+    }
+
+    /// Whether the policy would turn `request` away now, asked without counting it: a debug
+    /// build's check that a waiter set aside is still held.
+    #[cfg(debug_assertions)]
+    fn turns_away(&self, request: &Request) -> bool {
+        let in_use = self.in_use(request.direction());
+        !self.policy.may_allocate(request, in_use, self.nr_requests)
     }
 
     /// A request past the stage: merged, or queued if there is room.
@@ -619,6 +653,13 @@ impl Elevator {
 /// (with `request_lists` and 1024 readers, a pass used to step over every reader's lane after
 /// the reads' list filled). A pass takes the heads it visits out in order (`Heads`) and puts
 /// back those that stay, which are then the earliest.
+///
+/// A lane whose first waiter the policy turns away under a hold it will report loosened
+/// ([`Policy::allocation_hold`]: bfq's queue over its share of the requests) is set aside
+/// until the policy reports it ([`Policy::loosened`]), as a task sleeping on its tag waits to
+/// be woken, so a pass does not ask it again and again (with 64 jobs at depth 64 under bfq,
+/// 27 times per request). A pass treats a lane set aside as the visit it replaces (its flow's
+/// later lanes wait behind it), so the waiters go in as they would if each were asked.
 #[derive(Debug, Default)]
 pub struct Waiters {
     /// Each lane's waiters in arrival order, with their arrival numbers.
@@ -636,6 +677,18 @@ pub struct Waiters {
     /// A pass's flows and groups turned away, kept between passes for their memory.
     stuck_flows: FxHashSet<FlowId>,
     stuck_groups: FxHashSet<crate::group::GroupId>,
+    /// Lanes set aside: those whose first waiter the policy turned away under a hold it
+    /// reports loosened ([`Policy::allocation_hold`]), by hold, with their heads (out of
+    /// `heads` until then) and directions. Emptied holds stay for their memory, unless
+    /// LANES_KEPT holds are listed (a bfq queue's hold is new each time the queue is).
+    parked: FxHashMap<u64, Vec<(Head, u8)>>,
+    /// Lanes set aside in all.
+    parked_len: usize,
+    /// Each flow with a lane set aside: the arrival of that lane's head, per direction
+    /// (`u64::MAX`: none).
+    parked_flows: FxHashMap<FlowId, [u64; 2]>,
+    /// The holds the policy reported loosened, kept between passes for their memory.
+    loosened: Vec<u64>,
 }
 
 /// A flow's waiters of one direction.
@@ -759,6 +812,9 @@ impl Waiters {
             stuck_groups.clear();
         }
         let mut visited = std::mem::take(&mut self.visited);
+        if self.parked_len > 0 {
+            self.unpark_loosened(elevator, None, &mut visited, &mut stuck_flows);
+        }
         // One pass over the lanes' first waiters in arrival order, both directions merged; a
         // lane whose first waiter goes in shows its next, later in the same pass. Each head
         // visited is taken out; those whose waiter stays go back after the pass.
@@ -784,8 +840,15 @@ impl Waiters {
                 .get_mut(&lane)
                 .expect("a head's lane has waiters");
             let waiter = &queue.front().expect("a head's lane has waiters").1;
+            // A flow is stuck behind a lane of its own the pass turned away, or set aside
+            // (which a pass would have visited first, and turned away).
             if (!stuck_flows.is_empty() && stuck_flows.contains(&waiter.flow))
                 || (group_limits && stuck_groups.contains(&waiter.group))
+                || (self.parked_len > 0
+                    && self
+                        .parked_flows
+                        .get(&waiter.flow)
+                        .is_some_and(|arrivals| arrivals.iter().any(|&a| a < key.0)))
             {
                 visited[d].push(key);
                 continue;
@@ -795,14 +858,23 @@ impl Waiters {
             // at its `nr_group_requests` holds back its own. Turned away by the policy with
             // room: its flow waits on, and others may pass. Either way the waiter stays where
             // it is, without trying a merge (it has no request to merge with).
-            if !elevator.waiter_has_room(group, direction) || !elevator.waiter_may_allocate(waiter)
-            {
+            let room = elevator.waiter_has_room(group, direction);
+            if !room || !elevator.waiter_may_allocate(waiter) {
                 mark_full(elevator, direction, &mut full);
                 stuck_flows.insert(flow);
                 if group_limits {
                     stuck_groups.insert(group);
                 }
-                visited[d].push(key);
+                // Turned away by the policy under a hold it reports loosened: set aside
+                // until then, not asked at every pass.
+                match room.then(|| elevator.waiter_hold(waiter)).flatten() {
+                    Some(hold) => {
+                        self.parked.entry(hold).or_default().push((key, d as u8));
+                        self.parked_flows.entry(flow).or_insert([u64::MAX; 2])[d] = key.0;
+                        self.parked_len += 1;
+                    }
+                    None => visited[d].push(key),
+                }
                 continue;
             }
             let (_, mut request) = queue.pop_front().expect("a head's lane has waiters");
@@ -827,6 +899,11 @@ impl Waiters {
                         None => {}
                     }
                     admitted(id, direction, how);
+                    if self.parked_len > 0 {
+                        // Taking it in may have loosened a hold (bfq's queue in service
+                        // expired for a newcomer).
+                        self.unpark_loosened(elevator, Some(key.0), &mut visited, &mut stuck_flows);
+                    }
                     // With one pool of requests, one that fills it ends the pass: every later
                     // waiter would find no room. Visiting the next one found that and counted
                     // a full wait, then ended the pass; the count is kept without the visit
@@ -870,6 +947,87 @@ impl Waiters {
         self.visited = visited;
         self.stuck_flows = stuck_flows;
         self.stuck_groups = stuck_groups;
+    }
+
+    /// Brings back the lanes whose hold the policy reports loosened ([`Policy::loosened`]).
+    /// Before a pass (`position` `None`) their heads go back among the others; during one, at
+    /// the waiter arrived `position`, a head the pass has gone past is one it visited and
+    /// turned away (it was held then): it goes with the visited, its flow stuck, and a later
+    /// one is visited in its turn.
+    fn unpark_loosened(
+        &mut self,
+        elevator: &mut Elevator,
+        position: Option<u64>,
+        visited: &mut [Vec<Head>; 2],
+        stuck_flows: &mut FxHashSet<FlowId>,
+    ) {
+        let mut keys = std::mem::take(&mut self.loosened);
+        let all = elevator.loosened(&mut keys);
+        let mut unpark = |lanes: &mut Vec<(Head, u8)>, waiters: &mut Self| {
+            for (head, d) in lanes.drain(..) {
+                let flow = head.1;
+                waiters.parked_len -= 1;
+                let arrivals = waiters
+                    .parked_flows
+                    .get_mut(&flow)
+                    .expect("a flow set aside is listed");
+                arrivals[usize::from(d)] = u64::MAX;
+                if *arrivals == [u64::MAX; 2] {
+                    waiters.parked_flows.remove(&flow);
+                }
+                match position {
+                    Some(position) if head.0 < position => {
+                        let visited = &mut visited[usize::from(d)];
+                        let at = visited.partition_point(|other| *other < head);
+                        visited.insert(at, head);
+                        stuck_flows.insert(flow);
+                    }
+                    _ => waiters.heads[usize::from(d)].insert(head),
+                }
+            }
+        };
+        let mut parked = std::mem::take(&mut self.parked);
+        if all {
+            for lanes in parked.values_mut() {
+                unpark(lanes, self);
+            }
+            if parked.len() > LANES_KEPT {
+                parked.clear();
+            }
+        } else {
+            for key in &keys {
+                if let Some(lanes) = parked.get_mut(key) {
+                    unpark(lanes, self);
+                    if parked.len() > LANES_KEPT {
+                        parked.remove(key);
+                    }
+                }
+            }
+        }
+        self.parked = parked;
+        keys.clear();
+        self.loosened = keys;
+        #[cfg(debug_assertions)]
+        self.check_parked(elevator);
+    }
+
+    /// A debug build's check of [`Policy::loosened`]: every lane set aside is one the policy
+    /// turns away.
+    #[cfg(debug_assertions)]
+    fn check_parked(&self, elevator: &Elevator) {
+        for (hold, lanes) in &self.parked {
+            for &((arrival, flow), d) in lanes {
+                let (first, waiter) = self.lanes[&(flow, d)]
+                    .front()
+                    .expect("a lane set aside has waiters");
+                assert_eq!(*first, arrival, "a lane set aside keeps its first waiter");
+                assert!(
+                    elevator.turns_away(waiter),
+                    "a waiter set aside under hold {hold} would be let in: the policy did not \
+                     report the hold loosened"
+                );
+            }
+        }
     }
 }
 

@@ -93,6 +93,31 @@ pub trait Policy: Send {
         true
     }
 
+    /// After [`Policy::may_allocate`] turned `request` away (with `in_use` of `nr_requests`
+    /// taken): what holds it back, if the policy will report that hold loosened
+    /// ([`Policy::loosened`]) before it could let `request` in. The elevator's waiters then set
+    /// the waiter aside until then, instead of asking again at every pass (bfq's share of
+    /// the requests per queue: with 64 jobs at depth 64, asking cost more than the request).
+    /// `None`, the default: ask again at every pass.
+    fn allocation_hold(
+        &mut self,
+        request: &Request,
+        in_use: usize,
+        nr_requests: u32,
+    ) -> Option<u64> {
+        let _ = (request, in_use, nr_requests);
+        None
+    }
+
+    /// The holds ([`Policy::allocation_hold`]) that may have loosened since the last call,
+    /// with `nr_requests` the queue's now: each one's key goes to `keys`; `true` when every
+    /// hold may have loosened. Only what was reported here may let in a waiter set aside:
+    /// a debug build checks that every waiter still set aside is turned away.
+    fn loosened(&mut self, nr_requests: u32, keys: &mut Vec<u64>) -> bool {
+        let _ = (nr_requests, keys);
+        false
+    }
+
     /// The `nr_requests` this policy's queue had by default in the kernel, when it is not the
     /// blk-mq default the engines give (`2 * min(device depth, 128)`): the schedulers of the
     /// single-queue block layer (cfq, anticipatory, the 2009 IO controller, seed 001's DASS)

@@ -267,6 +267,72 @@ struct Qid {
     generation: u32,
 }
 
+impl Qid {
+    /// The key of the hold a queue puts on waiters ([`Policy::allocation_hold`]).
+    fn hold(self) -> u64 {
+        u64::from(self.generation) << 32 | u64::from(self.slot)
+    }
+}
+
+/// The kinds of I/O `bfq_limit_depth` gives a depth each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Depth {
+    Read,
+    SyncWrite,
+    Async,
+}
+
+impl Depth {
+    fn of(request: &Request) -> Depth {
+        if request.op == Op::Read {
+            Depth::Read
+        } else if request.sync {
+            Depth::SyncWrite
+        } else {
+            Depth::Async
+        }
+    }
+}
+
+/// The waiters bfq holds back by their queue's share ([`Policy::allocation_hold`]), in
+/// what [`Policy::loosened`] needs to report every change that could let one in.
+#[derive(Debug)]
+struct Holds {
+    /// Whether a waiter was held since every hold last loosened.
+    any: bool,
+    /// Every hold may have loosened (a queue forgotten, the groups or a tunable changed).
+    all: bool,
+    /// Queues marked since the last report ([`Queue::loosened`]).
+    loosened: Vec<Qid>,
+    /// The largest weight sum of each of the root's trees a waiter was held at since.
+    wsum: [u64; 3],
+    /// The smallest depth of each kind ([`Depth`]) a waiter was held at since.
+    limit: [usize; 3],
+}
+
+impl Default for Holds {
+    fn default() -> Self {
+        Holds {
+            any: false,
+            all: false,
+            loosened: Vec::new(),
+            wsum: [0; 3],
+            limit: [usize::MAX; 3],
+        }
+    }
+}
+
+impl Holds {
+    /// Every hold loosened: none is left (the marks' memory is kept).
+    fn clear(&mut self) {
+        self.loosened.clear();
+        *self = Holds {
+            loosened: std::mem::take(&mut self.loosened),
+            ..Holds::default()
+        };
+    }
+}
+
 /// The queues in a slab: a request finds its queue by key once (`find`), and everything after
 /// (the queue in service, the leaf's queue, the burst list) holds the handle, which indexes
 /// the slab without hashing.
@@ -450,6 +516,8 @@ struct Queue {
     injected: u64,
     /// Created in a large burst of queues (`in_large_burst`): not weight-raised.
     in_large_burst: bool,
+    /// Marked in [`Holds::loosened`] since the last report.
+    loosened: bool,
 }
 
 /// `BFQQ_SEEKY` (block/bfq-iosched.h, Linux 4.16 on): more than 19 of the last 32 requests
@@ -616,6 +684,8 @@ pub struct Bfq {
     /// as queues take and free them; `bfqq_request_over_limit` reads them at every
     /// allocation. Cgroups holding none are absent.
     held_by_group: HashMap<GroupId, u64>,
+    /// The waiters held back by their queue's share, as [`Policy::loosened`] needs them.
+    holds: Holds,
 }
 
 impl Default for Bfq {
@@ -670,6 +740,7 @@ impl Bfq {
             large_burst: false,
             last_ins_in_burst: 0,
             burst_group: None,
+            holds: Holds::default(),
         }
     }
 
@@ -799,6 +870,7 @@ impl Bfq {
             queue.in_flight -= 1;
             let group = queue.group;
             self.hold(group, false);
+            self.loosen(key);
         }
     }
 
@@ -843,6 +915,9 @@ impl Bfq {
         let weight = u64::from(queue.weight) * u64::from(coeff);
         let (leaf, weight) = (queue.leaf, weight.min(10_000) as u32);
         self.fq.set_weight(leaf, weight).expect("weights are within range");
+        // A heavier queue's share grows (a lighter one's weight sum falls, which
+        // `take_loosened` sees).
+        self.loosen(key);
         self.recount_wr_busy(key);
         self.recount(key, before);
     }
@@ -1061,6 +1136,7 @@ impl Bfq {
         let (leaf, empty) = (queue.leaf, queue.sort.is_empty());
         if empty {
             self.fq.expire(leaf, charge.max(1), None).expect("live leaf");
+            self.loosen(other);
             self.recount_wr_busy(other);
         } else {
             self.fq.charge(leaf, charge.max(1)).expect("live leaf");
@@ -1227,6 +1303,7 @@ impl Bfq {
             decrease_time: request.arrival,
             injected: 0,
             in_large_burst: false,
+            loosened: false,
         });
         let index = leaf.index() as usize;
         if self.by_leaf.len() <= index {
@@ -1287,6 +1364,7 @@ impl Bfq {
             }
             self.by_leaf[queue.leaf.index() as usize] = None;
             self.fq.remove_leaf(queue.leaf).expect("live leaf");
+            self.loosen_all();
         }
     }
 
@@ -1363,28 +1441,111 @@ impl Bfq {
     /// when one of the lowest tags is free), we let it hold its share, at least one request:
     /// the same intent, without modelling the tag bitmap.
     fn limit_depth(&self, request: &Request, in_use: usize, nr_requests: u32) -> bool {
-        let nr_requests = nr_requests as usize;
-        // While a queue is weight-raised, more is kept for sync reads: async I/O 3/16, sync
-        // writes 6/16 (`async_depths[1]`).
-        let raised = self.wr_busy();
-        let limit = if request.op == Op::Read {
-            nr_requests
-        } else if request.sync {
-            if raised {
-                (nr_requests * 6 / 16).max(1)
-            } else {
-                (nr_requests * 3 / 4).max(1)
-            }
-        } else if raised {
-            (nr_requests * 3 / 16).max(1)
-        } else {
-            (nr_requests / 2).max(1)
-        };
+        let limit = self.depth_limit(Depth::of(request), nr_requests);
         in_use < limit
             && !self
                 .queues
                 .find(&Self::key_of(request))
                 .is_some_and(|key| self.over_limit(key, limit as u64))
+    }
+
+    /// The requests of `nr_requests` that I/O of kind `depth` may take (`bfq_limit_depth`):
+    /// while a queue is weight-raised, more is kept for sync reads: async I/O 3/16, sync
+    /// writes 6/16 (`async_depths[1]`).
+    fn depth_limit(&self, depth: Depth, nr_requests: u32) -> usize {
+        let nr_requests = nr_requests as usize;
+        let raised = self.wr_busy();
+        match depth {
+            Depth::Read => nr_requests,
+            Depth::SyncWrite if raised => (nr_requests * 6 / 16).max(1),
+            Depth::SyncWrite => (nr_requests * 3 / 4).max(1),
+            Depth::Async if raised => (nr_requests * 3 / 16).max(1),
+            Depth::Async => (nr_requests / 2).max(1),
+        }
+    }
+
+    /// [`Policy::allocation_hold`]: a waiter its queue's share turns away
+    /// ([`Bfq::over_limit`]) while its kind's depth has room is held by that queue, which
+    /// [`Bfq::loosen`] reports when the share could let it in. Only for a queue of the root
+    /// cgroup: a cgroup's share is spent by all its queues, so any of their completions could
+    /// let it in.
+    fn hold_waiter(&mut self, request: &Request, in_use: usize, nr_requests: u32) -> Option<u64> {
+        let depth = Depth::of(request);
+        let limit = self.depth_limit(depth, nr_requests);
+        if in_use >= limit {
+            // Its kind's depth, which any completion frees.
+            return None;
+        }
+        let key = self.queues.find(&Self::key_of(request))?;
+        if self.queues[&key].group != GroupId::ROOT {
+            return None;
+        }
+        debug_assert!(self.over_limit(key, limit as u64), "only a waiter turned away is held");
+        let wsums = self.root_wsums();
+        for (held, now) in self.holds.wsum.iter_mut().zip(wsums) {
+            *held = (*held).max(now);
+        }
+        let held = &mut self.holds.limit[depth as usize];
+        *held = (*held).min(limit);
+        self.holds.any = true;
+        Some(key.hold())
+    }
+
+    /// The weight sums of the root cgroup's trees (RT, BE, IDLE), which a root queue's share
+    /// divides by.
+    fn root_wsums(&self) -> [u64; 3] {
+        let Some(tree) = self.cgroups.existing(GroupId::ROOT) else {
+            return [0; 3];
+        };
+        [IoPrioClass::Rt, IoPrioClass::Be, IoPrioClass::Idle]
+            .map(|class| self.fq.wsum(tree, class).unwrap_or(0))
+    }
+
+    /// Queue `key`'s share may let in a waiter it holds: its requests fewer, its turn over,
+    /// its weight changed.
+    fn loosen(&mut self, key: Qid) {
+        if !self.holds.any {
+            return;
+        }
+        if let Some(queue) = self.queues.get_mut(&key) {
+            if !queue.loosened {
+                queue.loosened = true;
+                self.holds.loosened.push(key);
+            }
+        }
+    }
+
+    /// Every hold may have loosened.
+    fn loosen_all(&mut self) {
+        self.holds.all |= self.holds.any;
+    }
+
+    /// [`Policy::loosened`]: the queues [`Bfq::loosen`] marked; every hold when a weight sum
+    /// of the root's trees fell below the largest a waiter was held at (a share divides by
+    /// it) or a depth rose above the smallest one was held at (a share is of it).
+    fn take_loosened(&mut self, nr_requests: u32, keys: &mut Vec<u64>) -> bool {
+        let mut all = std::mem::take(&mut self.holds.all);
+        if self.holds.any && !all {
+            let wsums = self.root_wsums();
+            all = wsums.iter().zip(&self.holds.wsum).any(|(now, held)| now < held)
+                || [Depth::Read, Depth::SyncWrite, Depth::Async]
+                    .into_iter()
+                    .any(|depth| self.depth_limit(depth, nr_requests) > self.holds.limit[depth as usize]);
+        }
+        let mut loosened = std::mem::take(&mut self.holds.loosened);
+        for key in loosened.drain(..) {
+            if let Some(queue) = self.queues.get_mut(&key) {
+                queue.loosened = false;
+            }
+            if !all {
+                keys.push(key.hold());
+            }
+        }
+        self.holds.loosened = loosened;
+        if all {
+            self.holds.clear();
+        }
+        all
     }
 
     /// `bfqq_request_over_limit`: walking from the top cgroup down to the queue, each entity
@@ -1580,6 +1741,8 @@ impl Bfq {
         self.fq
             .expire(leaf, charge.max(1), next_budget)
             .expect("live leaf");
+        // Out of service, and out of the race if it left it: its share no longer binds.
+        self.loosen(key);
         self.recount_wr_busy(key);
     }
 
@@ -1626,6 +1789,7 @@ impl Policy for Bfq {
     fn set_groups(&mut self, groups: &Groups) {
         self.cgroups.set_groups(groups, &mut self.fq);
         self.held_by_group = self.held_from_scratch();
+        self.loosen_all();
     }
 
     fn try_merge(
@@ -1662,6 +1826,14 @@ impl Policy for Bfq {
 
     fn may_allocate(&self, request: &Request, in_use: usize, nr_requests: u32) -> bool {
         self.limit_depth(request, in_use, nr_requests)
+    }
+
+    fn allocation_hold(&mut self, request: &Request, in_use: usize, nr_requests: u32) -> Option<u64> {
+        self.hold_waiter(request, in_use, nr_requests)
+    }
+
+    fn loosened(&mut self, nr_requests: u32, keys: &mut Vec<u64>) -> bool {
+        self.take_loosened(nr_requests, keys)
     }
 
     fn queued(&self) -> usize {
@@ -1954,6 +2126,7 @@ impl Bfq {
         self.idle_until = None;
         self.census = self.census_from_scratch();
         self.held_by_group = self.held_from_scratch();
+        self.loosen_all();
     }
 
     /// A tunable's value, in its sysfs unit.
@@ -1976,6 +2149,7 @@ impl Bfq {
     /// Sets a tunable, in its sysfs unit.
     pub(super) fn set_tunable_value(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
         let value = crate::tunable::find(TUNABLES, name)?.check(value)?;
+        self.loosen_all();
         match name {
             "slice_idle" => self.slice_idle = from_millis(value),
             "timeout_sync" => self.timeout_sync = from_millis(value),
@@ -2302,6 +2476,189 @@ mod tests {
         assert!(offer(&mut elevator, 31, Op::Read, true, 30, be(4)));
         assert!(!offer(&mut elevator, 32, Op::Read, true, 30, be(4)), "all 8 taken");
         assert!(elevator.stats().limited >= 5);
+    }
+
+    /// bfq whose waiters are asked at every pass: every hook but `allocation_hold` goes to
+    /// the bfq inside.
+    struct Unheld(Bfq);
+
+    impl Policy for Unheld {
+        fn name(&self) -> &'static str {
+            self.0.name()
+        }
+        fn set_groups(&mut self, groups: &Groups) {
+            self.0.set_groups(groups)
+        }
+        fn try_merge(
+            &mut self,
+            request: Request,
+            limits: MergeLimits,
+            now: Nanos,
+        ) -> Result<(), Request> {
+            self.0.try_merge(request, limits, now)
+        }
+        fn insert(&mut self, request: Request, now: Nanos) {
+            self.0.insert(request, now)
+        }
+        fn dispatch(&mut self, now: Nanos) -> Dispatch {
+            self.0.dispatch(now)
+        }
+        fn completed(&mut self, request: &Request, now: Nanos) {
+            self.0.completed(request, now)
+        }
+        fn requeue(&mut self, request: Request, now: Nanos) {
+            self.0.requeue(request, now)
+        }
+        fn may_allocate(&self, request: &Request, in_use: usize, nr_requests: u32) -> bool {
+            self.0.may_allocate(request, in_use, nr_requests)
+        }
+        fn queued(&self) -> usize {
+            self.0.queued()
+        }
+        fn drain(&mut self, out: &mut Vec<Request>) {
+            self.0.drain(out)
+        }
+        fn tunables(&self) -> &'static [TunableSpec] {
+            self.0.tunables()
+        }
+        fn tunable(&self, name: &str) -> Result<u64, TunableError> {
+            self.0.tunable(name)
+        }
+        fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
+            self.0.set_tunable(name, value)
+        }
+    }
+
+    /// What happened to the requests of a run of [`held_run`], in order.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Event {
+        In(u64, Admitted),
+        Out(u64),
+        Done(u64),
+        Wait(Nanos),
+    }
+
+    /// `flows` jobs, each `depth` requests deep until it has issued `per_flow`, through a
+    /// queue of `nr_requests` and a device that holds `device_depth` and completes them in an
+    /// order `seed` draws; each job's I/O kind (read, sync or async write) and priority
+    /// (classes and levels) are drawn too. The events, in order.
+    fn held_run(
+        policy: Box<dyn Policy>,
+        flows: u32,
+        depth: u32,
+        per_flow: u32,
+        nr_requests: u32,
+        device_depth: usize,
+        seed: u64,
+    ) -> Vec<Event> {
+        let mut rng = crate::testing::XorShift::new(seed);
+        let mut draw = move |n: u64| rng.below(n);
+        let kinds: Vec<(Op, bool, IoPrio)> = (0..flows)
+            .map(|_| {
+                let (op, sync) = match draw(4) {
+                    0 | 1 => (Op::Read, true),
+                    2 => (Op::Write, true),
+                    _ => (Op::Write, false),
+                };
+                let prio = match draw(8) {
+                    0 => IoPrio::new(IoPrioClass::Rt, draw(8) as u8).unwrap(),
+                    1 => IoPrio::new(IoPrioClass::Idle, 0).unwrap(),
+                    _ => be(draw(8) as u8),
+                };
+                (op, sync, prio)
+            })
+            .collect();
+        let mut elevator = crate::Elevator::new(policy, nr_requests);
+        let mut waiters = crate::Waiters::new();
+        let mut events = Vec::new();
+        let mut issued = vec![0u32; flows as usize];
+        let mut next_id = 1u64;
+        let mut now: Nanos = 0;
+        let mut issue = |flow: u32, waiters: &mut crate::Waiters, elevator: &mut crate::Elevator,
+                         events: &mut Vec<Event>, now: Nanos, draw: &mut dyn FnMut(u64) -> u64| {
+            if issued[flow as usize] == per_flow {
+                return;
+            }
+            issued[flow as usize] += 1;
+            let (op, sync, prio) = kinds[flow as usize];
+            let mut r = request(next_id, op, draw(1 << 20) * 8 * 512, 4096);
+            (r.sync, r.flow, r.prio) = (sync, FlowId(flow), prio);
+            next_id += 1;
+            waiters.submit(r, elevator, now, |id, _, how| events.push(Event::In(id.0, how)));
+        };
+        for _ in 0..depth {
+            for flow in 0..flows {
+                issue(flow, &mut waiters, &mut elevator, &mut events, now, &mut draw);
+            }
+        }
+        let mut device: Vec<Request> = Vec::new();
+        let mut wake: Option<Nanos> = None;
+        for _ in 0..100_000 {
+            while device.len() < device_depth {
+                match elevator.dispatch(now) {
+                    Dispatch::Request(r) => {
+                        events.push(Event::Out(r.id.0));
+                        device.push(r);
+                        waiters.admit(&mut elevator, now, |id, _, how| {
+                            events.push(Event::In(id.0, how))
+                        });
+                    }
+                    Dispatch::WaitUntil(at) => {
+                        wake = Some(at);
+                        break;
+                    }
+                    Dispatch::Empty => break,
+                }
+            }
+            if device.is_empty() {
+                match wake.take() {
+                    Some(at) => {
+                        events.push(Event::Wait(at));
+                        now = now.max(at);
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            now += 1 + draw(2 * MILLISECOND);
+            if wake.is_some_and(|at| at <= now) {
+                // The policy's timer first: the device's completion comes after it.
+                now = wake.take().unwrap();
+                continue;
+            }
+            let done = device.swap_remove(draw(device.len() as u64) as usize);
+            elevator.completed(&done, now);
+            events.push(Event::Done(done.id.0));
+            waiters.admit(&mut elevator, now, |id, _, how| events.push(Event::In(id.0, how)));
+            issue(done.flow.0, &mut waiters, &mut elevator, &mut events, now, &mut draw);
+        }
+        events
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        // Proves that setting waiters aside under bfq's holds (a queue's share of the
+        // requests) changes nothing but how often they are asked: the same requests go in,
+        // out and complete at the same times as when every waiter is asked at every pass,
+        // with reads, sync and async writes of every class, weight raising, idling and
+        // completions in any order. (A debug build also checks, at every pass, that each
+        // waiter set aside is one bfq turns away.)
+        #[test]
+        fn held_waiters_go_in_as_asked_ones(
+            flows in 2u32..40,
+            depth in 1u32..8,
+            nr_requests in 2u32..40,
+            device_depth in 1usize..8,
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            let run = |policy: Box<dyn Policy>| {
+                held_run(policy, flows, depth, 24, nr_requests, device_depth, seed)
+            };
+            let held = run(Box::<Bfq>::default());
+            let asked = run(Box::new(Unheld(Bfq::new())));
+            proptest::prop_assert!(held.iter().filter(|e| matches!(e, Event::Done(_))).count() > 0);
+            proptest::prop_assert_eq!(held, asked);
+        }
     }
 
     // Proves bfqq_request_over_limit: an IDLE-class queue beside a busy best-effort one holds

@@ -1,5 +1,5 @@
 use super::*;
-use crate::testing::request;
+use crate::testing::{request, XorShift};
 use crate::Op;
 use std::collections::BTreeSet;
 
@@ -32,23 +32,6 @@ fn take(policy: &mut Cfq, now: Nanos) -> Request {
 }
 
 /// A small deterministic generator (xorshift64).
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
-}
-
 /// A closed-loop flow: one sync read outstanding, the next issued the moment the last
 /// completes; sequential from `start`, or at random 4 KiB blocks of the first GiB after it.
 struct Flow {
@@ -1025,7 +1008,7 @@ fn close_cooperators_are_the_same_with_and_without_the_index() {
         let mut was_indexed = false;
         for flow in 0..flows {
             id += 1;
-            let offset = u64::from(flow) * 64 * 1024 + (rng.next() % 16) * 4096;
+            let offset = u64::from(flow) * 64 * 1024 + (rng.draw() % 16) * 4096;
             policy.insert(read(id, flow, offset, now), now);
         }
         while policy.queued() > 0 || policy.active.is_some() {
@@ -1046,7 +1029,7 @@ fn close_cooperators_are_the_same_with_and_without_the_index() {
                     if left[flow as usize] > 0 {
                         left[flow as usize] -= 1;
                         id += 1;
-                        let offset = r.offset + 4096 * (1 + rng.next() % 4);
+                        let offset = r.offset + 4096 * (1 + rng.draw() % 4);
                         policy.insert(read(id, flow, offset, now), now);
                     }
                 }
