@@ -189,7 +189,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     );
     let readers = match args.in_flight {
         Some(total) => format!(
-            "4 KiB random readers, {total} I/Os in flight in all (each job at iodepth {total} / jobs, libaio)"
+            "4 KiB random readers, {total} I/Os in flight in all (each job at iodepth {total} / jobs: libaio, or synchronous at 1)"
         ),
         None => "synchronous 4 KiB random readers".to_string(),
     };
