@@ -267,6 +267,29 @@ struct Qid {
     generation: u32,
 }
 
+/// The smallest sum of weights `s` at which a queue holding `held` requests (at least one) is
+/// over its share of `limit_weight` (its depth limit times its weight) as
+/// [`Bfq::over_limit`] rounds it, `(limit_weight + s / 2) / s <= held`, and stays over at
+/// every larger sum: `held + 1` times `s`, less `s / 2`, grows with `s`, so the test holds from
+/// some `s` on and is found by bisection.
+fn smallest_sum_held(limit_weight: u64, held: u64) -> u64 {
+    debug_assert!(held >= 1);
+    let over = |s: u64| {
+        u128::from(limit_weight) + u128::from(s / 2) < u128::from(held + 1) * u128::from(s)
+    };
+    // Over at `limit_weight + 1`: the share is then at most 1.
+    let (mut below, mut at) = (0u64, limit_weight.saturating_add(1));
+    while at - below > 1 {
+        let middle = below + (at - below) / 2;
+        if over(middle) {
+            at = middle;
+        } else {
+            below = middle;
+        }
+    }
+    at
+}
+
 impl Qid {
     /// The key of the hold a queue puts on waiters ([`Policy::allocation_hold`]).
     fn hold(self) -> u64 {
@@ -304,8 +327,10 @@ struct Holds {
     all: bool,
     /// Queues marked since the last report ([`Queue::loosened`]).
     loosened: Vec<Qid>,
-    /// The largest weight sum of each of the root's trees a waiter was held at since.
-    wsum: [u64; 3],
+    /// Per class (RT, BE, IDLE), the sum of the root's weights a queue of that class divides
+    /// its share by ([`Bfq::root_sums`]) below which a waiter held since could be let in
+    /// ([`smallest_sum_held`]): the largest of those of the waiters held.
+    sum: [u64; 3],
     /// The smallest depth of each kind ([`Depth`]) a waiter was held at since.
     limit: [usize; 3],
 }
@@ -316,7 +341,7 @@ impl Default for Holds {
             any: false,
             all: false,
             loosened: Vec::new(),
-            wsum: [0; 3],
+            sum: [0; 3],
             limit: [usize::MAX; 3],
         }
     }
@@ -1481,24 +1506,34 @@ impl Bfq {
             return None;
         }
         debug_assert!(self.over_limit(key, limit as u64), "only a waiter turned away is held");
-        let wsums = self.root_wsums();
-        for (held, now) in self.holds.wsum.iter_mut().zip(wsums) {
-            *held = (*held).max(now);
-        }
+        let queue = &self.queues[&key];
+        let allocated = (queue.queued() + queue.in_flight) as u64;
+        let weight = u64::from(self.fq.weight(queue.leaf).unwrap_or(0));
+        let class = match self.fq.class(queue.leaf).unwrap_or(IoPrioClass::Be) {
+            IoPrioClass::Rt => 0,
+            IoPrioClass::Be | IoPrioClass::None => 1,
+            IoPrioClass::Idle => 2,
+        };
+        let floor = smallest_sum_held(limit as u64 * weight, allocated);
+        let held = &mut self.holds.sum[class];
+        *held = (*held).max(floor);
         let held = &mut self.holds.limit[depth as usize];
         *held = (*held).min(limit);
         self.holds.any = true;
         Some(key.hold())
     }
 
-    /// The weight sums of the root cgroup's trees (RT, BE, IDLE), which a root queue's share
-    /// divides by.
-    fn root_wsums(&self) -> [u64; 3] {
+    /// What a root queue of each class (RT, BE, IDLE) divides its share by
+    /// ([`Bfq::over_limit`]): the weight sums of the root's trees of its class and those
+    /// above, each higher one weighing `IOPRIO_BE_NR` times more.
+    fn root_sums(&self) -> [u64; 3] {
         let Some(tree) = self.cgroups.existing(GroupId::ROOT) else {
             return [0; 3];
         };
-        [IoPrioClass::Rt, IoPrioClass::Be, IoPrioClass::Idle]
-            .map(|class| self.fq.wsum(tree, class).unwrap_or(0))
+        let wsum = |class| self.fq.wsum(tree, class).unwrap_or(0);
+        let rt = wsum(IoPrioClass::Rt);
+        let be = rt * IOPRIO_BE_NR + wsum(IoPrioClass::Be);
+        [rt, be, be * IOPRIO_BE_NR + wsum(IoPrioClass::Idle)]
     }
 
     /// Queue `key`'s share may let in a waiter it holds: its requests fewer, its turn over,
@@ -1520,14 +1555,14 @@ impl Bfq {
         self.holds.all |= self.holds.any;
     }
 
-    /// [`Policy::loosened`]: the queues [`Bfq::loosen`] marked; every hold when a weight sum
-    /// of the root's trees fell below the largest a waiter was held at (a share divides by
-    /// it) or a depth rose above the smallest one was held at (a share is of it).
+    /// [`Policy::loosened`]: the queues [`Bfq::loosen`] marked; every hold when what a class
+    /// divides its share by fell below where a waiter held could be let in (a share grows as
+    /// it falls) or a depth rose above the smallest one was held at (a share is of it).
     fn take_loosened(&mut self, nr_requests: u32, keys: &mut Vec<u64>) -> bool {
         let mut all = std::mem::take(&mut self.holds.all);
         if self.holds.any && !all {
-            let wsums = self.root_wsums();
-            all = wsums.iter().zip(&self.holds.wsum).any(|(now, held)| now < held)
+            let sums = self.root_sums();
+            all = sums.iter().zip(&self.holds.sum).any(|(now, held)| now < held)
                 || [Depth::Read, Depth::SyncWrite, Depth::Async]
                     .into_iter()
                     .any(|depth| self.depth_limit(depth, nr_requests) > self.holds.limit[depth as usize]);
@@ -2476,6 +2511,26 @@ mod tests {
         assert!(offer(&mut elevator, 31, Op::Read, true, 30, be(4)));
         assert!(!offer(&mut elevator, 32, Op::Read, true, 30, be(4)), "all 8 taken");
         assert!(elevator.stats().limited >= 5);
+    }
+
+    // Proves smallest_sum_held: below the sum it gives, over_limit's share of a queue with
+    // that many requests would let it take one more; at it and at every larger sum, not.
+    #[test]
+    fn the_smallest_sum_holding_a_waiter_is_where_its_share_stops_growing() {
+        for limit_weight in [0u64, 1, 7, 64, 100, 6400, 64 * 10_000] {
+            for held in 1u64..6 {
+                let share = |s: u64| (limit_weight + s / 2) / s;
+                let floor = smallest_sum_held(limit_weight, held);
+                assert!(floor >= 1);
+                assert!(
+                    floor == 1 || share(floor - 1) > held,
+                    "{limit_weight} {held}: over below {floor}"
+                );
+                for s in floor..floor + 2000 {
+                    assert!(share(s) <= held, "{limit_weight} {held}: not over at {s}");
+                }
+            }
+        }
     }
 
     /// bfq whose waiters are asked at every pass: every hook but `allocation_hold` goes to
