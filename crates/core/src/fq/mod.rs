@@ -433,6 +433,14 @@ impl FairQueue {
         Ok(self.groups[data].trees[class_index(class) as usize].wsum)
     }
 
+    /// How many times the weight sum of `group`'s service tree for `class` ([`FairQueue::wsum`])
+    /// has fallen: while it reads the same, no share of that sum has grown.
+    pub fn wsum_drops(&self, group: FqGroupId, class: IoPrioClass) -> Result<u64, FqError> {
+        let slot = self.group_slot(group)?;
+        let data = self.ents[slot as usize].group as usize;
+        Ok(self.groups[data].trees[class_index(class) as usize].drops)
+    }
+
     /// The virtual time of `group`'s service tree for `class`.
     pub fn vtime(&self, group: FqGroupId, class: IoPrioClass) -> Result<u128, FqError> {
         let slot = self.group_slot(group)?;

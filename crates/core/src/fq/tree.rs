@@ -129,6 +129,9 @@ pub(super) struct Tree {
     /// Remainder of the last `service << SHIFT` division by `wsum`.
     pub(super) rem: u64,
     pub(super) wsum: u64,
+    /// Times `wsum` fell (never reset): a policy that keeps a share of `wsum` sees whether it
+    /// could have grown ([`FairQueue::wsum_drops`]).
+    pub(super) drops: u64,
     /// A weight sum ready to divide by (a reciprocal costs three divisions to make, so it is
     /// made for a `wsum` that two charges in a row divided by).
     per_wsum: StrengthReducedU64,
@@ -164,6 +167,7 @@ impl Tree {
             vtime: 0,
             rem: 0,
             wsum: 0,
+            drops: 0,
             per_wsum: StrengthReducedU64::new(1),
             last_wsum: 0,
             heaps: false,
@@ -190,6 +194,7 @@ impl Tree {
     #[inline(always)]
     pub(super) fn sub_weight(&mut self, weight: u32) {
         self.wsum -= weight as u64;
+        self.drops += 1;
         self.rem = 0;
     }
 

@@ -93,7 +93,7 @@
 //!   process's async I/O first (waker detection); not modelled.
 
 use super::PolicyInfo;
-use crate::fq::{CgroupTree, FairQueue, LeafId};
+use crate::fq::{CgroupTree, FairQueue, FqGroupId, LeafId};
 use crate::group::{GroupId, Groups};
 use crate::ioprio::IoPrioClass;
 use crate::ordmap::OrdMap;
@@ -104,6 +104,7 @@ use crate::request::{
 use crate::time::{from_millis, Nanos, MILLISECOND, SECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
 use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashSet as HashSet;
 use std::collections::{BTreeMap, VecDeque};
 
 /// BFQ's tunables, with Linux's names and defaults.
@@ -292,9 +293,27 @@ fn smallest_sum_held(limit_weight: u64, held: u64) -> u64 {
 
 impl Qid {
     /// The key of the hold a queue puts on waiters ([`Policy::allocation_hold`]).
+    /// Its generation's top bit is dropped, so that no queue's key is a cgroup's
+    /// ([`group_hold`]): a queue 2^31 generations apart in the same slot shares its key, which
+    /// can only give back a lane early, to be asked again.
     fn hold(self) -> u64 {
-        u64::from(self.generation) << 32 | u64::from(self.slot)
+        u64::from(self.generation & 0x7fff_ffff) << 32 | u64::from(self.slot)
     }
+}
+
+/// Where [`Bfq::over_limit_at`] finds a queue over its share of the requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Over {
+    /// A cgroup on its path holds its share.
+    Group(GroupId),
+    /// The queue holds its share.
+    Queue,
+}
+
+/// The key of the hold a cgroup puts on the waiters of its queues ([`Over::Group`]): apart
+/// from queues' ([`Qid::hold`]), whose generation is below 2^31.
+fn group_hold(group: GroupId) -> u64 {
+    1 << 63 | u64::from(group.0)
 }
 
 /// The kinds of I/O `bfq_limit_depth` gives a depth each.
@@ -327,6 +346,14 @@ struct Holds {
     all: bool,
     /// Queues marked since the last report ([`Queue::loosened`]).
     loosened: Vec<Qid>,
+    /// Cgroups marked since the last report: one of their queues freed a request or left the
+    /// race.
+    groups: Vec<GroupId>,
+    groups_marked: HashSet<GroupId>,
+    /// The weight-sum drops ([`FairQueue::wsum_drops`]) of each tree on the path of a cgroup's
+    /// queue whose waiter was held since, per class, as first seen: a share there grows only
+    /// if one of them moved.
+    drops: HashMap<FqGroupId, [u64; 3]>,
     /// Per class (RT, BE, IDLE), the sum of the root's weights a queue of that class divides
     /// its share by ([`Bfq::root_sums`]) below which a waiter held since could be let in
     /// ([`smallest_sum_held`]): the largest of those of the waiters held.
@@ -341,6 +368,9 @@ impl Default for Holds {
             any: false,
             all: false,
             loosened: Vec::new(),
+            groups: Vec::new(),
+            groups_marked: HashSet::default(),
+            drops: HashMap::default(),
             sum: [0; 3],
             limit: [usize::MAX; 3],
         }
@@ -351,8 +381,14 @@ impl Holds {
     /// Every hold loosened: none is left (the marks' memory is kept).
     fn clear(&mut self) {
         self.loosened.clear();
+        self.groups.clear();
+        self.groups_marked.clear();
+        self.drops.clear();
         *self = Holds {
             loosened: std::mem::take(&mut self.loosened),
+            groups: std::mem::take(&mut self.groups),
+            groups_marked: std::mem::take(&mut self.groups_marked),
+            drops: std::mem::take(&mut self.drops),
             ..Holds::default()
         };
     }
@@ -1491,9 +1527,8 @@ impl Bfq {
 
     /// [`Policy::allocation_hold`]: a waiter its queue's share turns away
     /// ([`Bfq::over_limit`]) while its kind's depth has room is held by that queue, which
-    /// [`Bfq::loosen`] reports when the share could let it in. Only for a queue of the root
-    /// cgroup: a cgroup's share is spent by all its queues, so any of their completions could
-    /// let it in.
+    /// [`Bfq::loosen`] reports when the share could let it in; a queue of a cgroup, by the
+    /// queue or the cgroup whose share it reached ([`Bfq::hold_in_cgroup`]).
     fn hold_waiter(&mut self, request: &Request, in_use: usize, nr_requests: u32) -> Option<u64> {
         let depth = Depth::of(request);
         let limit = self.depth_limit(depth, nr_requests);
@@ -1502,8 +1537,9 @@ impl Bfq {
             return None;
         }
         let key = self.queues.find(&Self::key_of(request))?;
-        if self.queues[&key].group != GroupId::ROOT {
-            return None;
+        let group = self.queues[&key].group;
+        if group != GroupId::ROOT {
+            return self.hold_in_cgroup(key, group, depth, limit);
         }
         debug_assert!(self.over_limit(key, limit as u64), "only a waiter turned away is held");
         let queue = &self.queues[&key];
@@ -1521,6 +1557,46 @@ impl Bfq {
         *held = (*held).min(limit);
         self.holds.any = true;
         Some(key.hold())
+    }
+
+    /// [`Bfq::hold_waiter`] for queue `key` of cgroup `group` (not the root), over its share
+    /// of `limit` requests of kind `depth`: held by the cgroup on its path whose share is
+    /// reached, or by the queue. The cgroup's hold loosens when any of its queues frees a
+    /// request or leaves the race, and every hold when a weight sum on the path falls.
+    fn hold_in_cgroup(
+        &mut self,
+        key: Qid,
+        group: GroupId,
+        depth: Depth,
+        limit: usize,
+    ) -> Option<u64> {
+        let hold = match self.over_limit_at(key, limit as u64) {
+            Some(Over::Group(cgroup)) => group_hold(cgroup),
+            Some(Over::Queue) => key.hold(),
+            None => {
+                debug_assert!(false, "only a waiter turned away is held");
+                return None;
+            }
+        };
+        let classes = [IoPrioClass::Rt, IoPrioClass::Be, IoPrioClass::Idle];
+        let mut trees = [GroupId::ROOT; crate::limits::GROUP_DEPTH_MAX + 2];
+        let mut len = 1;
+        for cgroup in cgroup_chain(&self.cgroups, group) {
+            trees[len] = cgroup;
+            len += 1;
+        }
+        for &cgroup in &trees[..len] {
+            let Some(tree) = self.cgroups.existing(cgroup) else {
+                // Not in the layer: over_limit_at found no share there.
+                continue;
+            };
+            let drops = classes.map(|class| self.fq.wsum_drops(tree, class).unwrap_or(0));
+            self.holds.drops.entry(tree).or_insert(drops);
+        }
+        let held = &mut self.holds.limit[depth as usize];
+        *held = (*held).min(limit);
+        self.holds.any = true;
+        Some(hold)
     }
 
     /// What a root queue of each class (RT, BE, IDLE) divides its share by
@@ -1542,10 +1618,21 @@ impl Bfq {
         if !self.holds.any {
             return;
         }
-        if let Some(queue) = self.queues.get_mut(&key) {
-            if !queue.loosened {
-                queue.loosened = true;
-                self.holds.loosened.push(key);
+        let Some(queue) = self.queues.get_mut(&key) else {
+            return;
+        };
+        if !queue.loosened {
+            queue.loosened = true;
+            self.holds.loosened.push(key);
+        }
+        let group = queue.group;
+        if group != GroupId::ROOT {
+            // A cgroup holding a waiter of this queue lets it in once the queue has left
+            // the race, and one of its requests freed is one fewer held by each cgroup above.
+            for cgroup in cgroup_chain(&self.cgroups, group) {
+                if self.holds.groups_marked.insert(cgroup) {
+                    self.holds.groups.push(cgroup);
+                }
             }
         }
     }
@@ -1562,7 +1649,14 @@ impl Bfq {
         let mut all = std::mem::take(&mut self.holds.all);
         if self.holds.any && !all {
             let sums = self.root_sums();
+            let classes = [IoPrioClass::Rt, IoPrioClass::Be, IoPrioClass::Idle];
             all = sums.iter().zip(&self.holds.sum).any(|(now, held)| now < held)
+                || self.holds.drops.iter().any(|(&tree, held)| {
+                    classes
+                        .iter()
+                        .zip(held)
+                        .any(|(&class, &held)| self.fq.wsum_drops(tree, class) != Ok(held))
+                })
                 || [Depth::Read, Depth::SyncWrite, Depth::Async]
                     .into_iter()
                     .any(|depth| self.depth_limit(depth, nr_requests) > self.holds.limit[depth as usize]);
@@ -1577,6 +1671,11 @@ impl Bfq {
             }
         }
         self.holds.loosened = loosened;
+        if !all {
+            keys.extend(self.holds.groups.iter().map(|&group| group_hold(group)));
+        }
+        self.holds.groups.clear();
+        self.holds.groups_marked.clear();
         if all {
             self.holds.clear();
         }
@@ -1592,12 +1691,18 @@ impl Bfq {
     /// layer's own, so the walk costs one step per level and no pass over the queues but, with
     /// cgroups, the count of a cgroup's requests.
     fn over_limit(&self, key: Qid, limit: u64) -> bool {
+        self.over_limit_at(key, limit).is_some()
+    }
+
+    /// [`Bfq::over_limit`], with the level whose share is reached: a cgroup's, or the
+    /// queue's own.
+    fn over_limit_at(&self, key: Qid, limit: u64) -> Option<Over> {
         let Some(queue) = self.queues.get(&key) else {
             // No queue yet: nothing allocated (the kernel's fast path).
-            return false;
+            return None;
         };
         if self.active != Some(key) && !self.fq.is_active(queue.leaf).unwrap_or(false) {
-            return false;
+            return None;
         }
         // Whether cgroup `group` is `ancestor` or below it.
         // The cgroups from the one below the root down to the queue's (none for a queue of
@@ -1618,9 +1723,7 @@ impl Bfq {
         let mut limit = limit;
         let mut parent = GroupId::ROOT;
         for level in 0..=path.len() {
-            let Some(tree) = self.cgroups.existing(parent) else {
-                return false;
-            };
+            let tree = self.cgroups.existing(parent)?;
             let wsum = |class| self.fq.wsum(tree, class).unwrap_or(0);
             let (weight, held, sum) = match path.get(level) {
                 Some(&cgroup) => {
@@ -1653,10 +1756,13 @@ impl Bfq {
             }
             limit = (limit * weight + sum / 2) / sum;
             if held >= limit.max(1) {
-                return true;
+                return Some(match path.get(level) {
+                    Some(&cgroup) => Over::Group(cgroup),
+                    None => Over::Queue,
+                });
             }
         }
-        false
+        None
     }
 
     /// Ends the turn of the queue in service (`bfq_bfqq_expire`).
@@ -2593,22 +2699,46 @@ mod tests {
         Wait(Nanos),
     }
 
-    /// `flows` jobs, each `depth` requests deep until it has issued `per_flow`, through a
-    /// queue of `nr_requests` and a device that holds `device_depth` and completes them in an
-    /// order `seed` draws; each job's I/O kind (read, sync or async write) and priority
-    /// (classes and levels) are drawn too. The events, in order.
-    fn held_run(
-        policy: Box<dyn Policy>,
+    /// The workload of a [`held_run`].
+    #[derive(Clone, Copy, Debug)]
+    struct HeldWorkload {
         flows: u32,
         depth: u32,
         per_flow: u32,
         nr_requests: u32,
         device_depth: usize,
+        with_groups: bool,
         seed: u64,
-    ) -> Vec<Event> {
+    }
+
+    /// `flows` jobs, each `depth` requests deep until it has issued `per_flow`, through a
+    /// queue of `nr_requests` and a device that holds `device_depth` and completes them in an
+    /// order `seed` draws; each job's I/O kind (read, sync or async write), priority (classes
+    /// and levels) and, `with_groups`, cgroup are drawn too. The events, in order.
+    fn held_run(policy: Box<dyn Policy>, workload: HeldWorkload) -> Vec<Event> {
+        let HeldWorkload {
+            flows,
+            depth,
+            per_flow,
+            nr_requests,
+            device_depth,
+            with_groups,
+            seed,
+        } = workload;
         let mut rng = crate::testing::XorShift::new(seed);
         let mut draw = move |n: u64| rng.below(n);
-        let kinds: Vec<(Op, bool, IoPrio)> = (0..flows)
+        // Flows of the root and of three cgroups, one inside another.
+        let mut groups = Groups::new();
+        let cgroups = [
+            GroupId::ROOT,
+            groups.intern("/a").unwrap(),
+            groups.intern("/b").unwrap(),
+            groups.intern("/b/c").unwrap(),
+        ];
+        for (cgroup, weight) in cgroups[1..].iter().zip(["100", "300", "200"]) {
+            groups.set(*cgroup, "io.weight", weight).unwrap();
+        }
+        let kinds: Vec<(Op, bool, IoPrio, GroupId)> = (0..flows)
             .map(|_| {
                 let (op, sync) = match draw(4) {
                     0 | 1 => (Op::Read, true),
@@ -2620,10 +2750,18 @@ mod tests {
                     1 => IoPrio::new(IoPrioClass::Idle, 0).unwrap(),
                     _ => be(draw(8) as u8),
                 };
-                (op, sync, prio)
+                let cgroup = if with_groups {
+                    cgroups[draw(4) as usize]
+                } else {
+                    GroupId::ROOT
+                };
+                (op, sync, prio, cgroup)
             })
             .collect();
         let mut elevator = crate::Elevator::new(policy, nr_requests);
+        if with_groups {
+            elevator.set_groups(&groups);
+        }
         let mut waiters = crate::Waiters::new();
         let mut events = Vec::new();
         let mut issued = vec![0u32; flows as usize];
@@ -2635,9 +2773,9 @@ mod tests {
                 return;
             }
             issued[flow as usize] += 1;
-            let (op, sync, prio) = kinds[flow as usize];
+            let (op, sync, prio, cgroup) = kinds[flow as usize];
             let mut r = request(next_id, op, draw(1 << 20) * 8 * 512, 4096);
-            (r.sync, r.flow, r.prio) = (sync, FlowId(flow), prio);
+            (r.sync, r.flow, r.prio, r.group) = (sync, FlowId(flow), prio, cgroup);
             next_id += 1;
             waiters.submit(r, elevator, now, |id, _, how| events.push(Event::In(id.0, how)));
         };
@@ -2695,8 +2833,8 @@ mod tests {
         // Proves that setting waiters aside under bfq's holds (a queue's share of the
         // requests) changes nothing but how often they are asked: the same requests go in,
         // out and complete at the same times as when every waiter is asked at every pass,
-        // with reads, sync and async writes of every class, weight raising, idling and
-        // completions in any order. (A debug build also checks, at every pass, that each
+        // with reads, sync and async writes of every class, flows of the root and of nested
+        // cgroups, weight raising, idling and completions in any order. (A debug build also checks, at every pass, that each
         // waiter set aside is one bfq turns away.)
         #[test]
         fn held_waiters_go_in_as_asked_ones(
@@ -2704,11 +2842,19 @@ mod tests {
             depth in 1u32..8,
             nr_requests in 2u32..40,
             device_depth in 1usize..8,
+            with_groups in proptest::prelude::any::<bool>(),
             seed in proptest::prelude::any::<u64>(),
         ) {
-            let run = |policy: Box<dyn Policy>| {
-                held_run(policy, flows, depth, 24, nr_requests, device_depth, seed)
+            let workload = HeldWorkload {
+                flows,
+                depth,
+                per_flow: 24,
+                nr_requests,
+                device_depth,
+                with_groups,
+                seed,
             };
+            let run = |policy: Box<dyn Policy>| held_run(policy, workload);
             let held = run(Box::<Bfq>::default());
             let asked = run(Box::new(Unheld(Bfq::new())));
             proptest::prop_assert!(held.iter().filter(|e| matches!(e, Event::Done(_))).count() > 0);
