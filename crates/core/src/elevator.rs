@@ -97,7 +97,9 @@ pub struct ElevatorStats {
     pub completed: u64,
     /// Requests the device handed back.
     pub requeued: u64,
-    /// Times a request was turned away because `nr_requests` were in use.
+    /// Times a request was turned away because `nr_requests` (or its group's
+    /// `nr_group_requests`) were in use: a waiter set aside until its group frees a request
+    /// ([`Waiters`]) counts once for that wait.
     pub full: u64,
     /// Times the policy turned a request away with room in the queue
     /// ([`Policy::may_allocate`], Linux's `limit_depth`): a waiter set aside under a hold
@@ -139,6 +141,11 @@ pub struct Elevator {
     held_by_direction: [usize; 2],
     /// Requests each group holds (queued in the policy or in flight), when limited.
     per_group: rustc_hash::FxHashMap<crate::group::GroupId, u32>,
+    /// Groups that freed a request since the waiters last asked (`Elevator::loosened`), once
+    /// a group's waiter was held for its `nr_group_requests` (`Elevator::waiter_group_held`).
+    freed_groups: Vec<crate::group::GroupId>,
+    freed_marked: rustc_hash::FxHashSet<crate::group::GroupId>,
+    group_holds: bool,
     in_flight: usize,
     stats: ElevatorStats,
 }
@@ -161,6 +168,9 @@ impl Elevator {
             per_direction: false,
             held_by_direction: [0; 2],
             per_group: rustc_hash::FxHashMap::default(),
+            freed_groups: Vec::new(),
+            freed_marked: rustc_hash::FxHashSet::default(),
+            group_holds: false,
             in_flight: 0,
             stats: ElevatorStats::default(),
         }
@@ -378,9 +388,30 @@ impl Elevator {
             .allocation_hold(request, in_use, self.nr_requests)
     }
 
-    /// The holds that may have loosened since the last call ([`Policy::loosened`]): their
-    /// keys in `keys`, and `true` when all may have.
-    fn loosened(&mut self, keys: &mut Vec<u64>) -> bool {
+    /// Whether a waiter of `group` in `direction` that [`Elevator::waiter_has_room`] turned
+    /// away is held by its group's `nr_group_requests` alone (room in the queue, none in the
+    /// group), which only a completion of the group frees: the waiters then set it aside
+    /// until one ([`Elevator::loosened`]). Only with one pool of requests and no stage.
+    fn waiter_group_held(
+        &mut self,
+        group: crate::group::GroupId,
+        direction: crate::request::Direction,
+    ) -> bool {
+        let held = self.nr_group_requests > 0
+            && self.stage.is_none()
+            && !self.per_direction
+            && self.has_room_in(direction)
+            && self.per_group.get(&group).copied().unwrap_or(0) >= self.nr_group_requests;
+        self.group_holds |= held;
+        held
+    }
+
+    /// The holds that may have loosened since the last call: the policy's
+    /// ([`Policy::loosened`]) in `keys`, `true` when all of them may have; the groups that
+    /// freed a request in `groups`.
+    fn loosened(&mut self, keys: &mut Vec<u64>, groups: &mut Vec<crate::group::GroupId>) -> bool {
+        groups.append(&mut self.freed_groups);
+        self.freed_marked.clear();
         self.policy.loosened(self.nr_requests, keys)
     }
 
@@ -469,6 +500,9 @@ impl Elevator {
         self.stats.completed += 1;
         if let Some(held) = self.per_group.get_mut(&request.group) {
             *held = held.saturating_sub(1);
+            if self.group_holds && self.freed_marked.insert(request.group) {
+                self.freed_groups.push(request.group);
+            }
         }
         let held = &mut self.held_by_direction[direction_index(request.direction())];
         *held = held.saturating_sub(1);
@@ -659,7 +693,9 @@ impl Elevator {
 /// until the policy reports it ([`Policy::loosened`]), as a task sleeping on its tag waits to
 /// be woken, so a pass does not ask it again and again (with 64 jobs at depth 64 under bfq,
 /// 27 times per request). A pass treats a lane set aside as the visit it replaces (its flow's
-/// later lanes wait behind it), so the waiters go in as they would if each were asked.
+/// later lanes wait behind it), so the waiters go in as they would if each were asked. So
+/// is a lane whose group holds all its `nr_group_requests` while the queue has room, until
+/// one of the group's requests completes.
 #[derive(Debug, Default)]
 pub struct Waiters {
     /// Each lane's waiters in arrival order, with their arrival numbers.
@@ -681,14 +717,28 @@ pub struct Waiters {
     /// reports loosened ([`Policy::allocation_hold`]), by hold, with their heads (out of
     /// `heads` until then) and directions. Emptied holds stay for their memory, unless
     /// LANES_KEPT holds are listed (a bfq queue's hold is new each time the queue is).
-    parked: FxHashMap<u64, Vec<(Head, u8)>>,
+    parked: FxHashMap<Hold, Vec<(Head, u8)>>,
     /// Lanes set aside in all.
     parked_len: usize,
     /// Each flow with a lane set aside: the arrival of that lane's head, per direction
     /// (`u64::MAX`: none).
     parked_flows: FxHashMap<FlowId, [u64; 2]>,
-    /// The holds the policy reported loosened, kept between passes for their memory.
+    /// The holds the policy reported loosened, and the groups that freed a request, kept
+    /// between passes for their memory.
     loosened: Vec<u64>,
+    freed_groups: Vec<crate::group::GroupId>,
+    /// Never sets a lane aside (tests compare the two).
+    #[cfg(test)]
+    asking_all: bool,
+}
+
+/// What a lane set aside waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Hold {
+    /// A hold of the policy's ([`Policy::allocation_hold`]).
+    Policy(u64),
+    /// Its group's `nr_group_requests`, all taken ([`Elevator::waiter_group_held`]).
+    Group(crate::group::GroupId),
 }
 
 /// A flow's waiters of one direction.
@@ -705,6 +755,16 @@ impl Waiters {
     /// Nobody waiting.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Waiters that never set a lane aside: every one is asked at every pass. What they let
+    /// in, and when, is what [`Waiters::new`]'s do (the tests compare them).
+    #[cfg(test)]
+    pub(crate) fn asking_all() -> Self {
+        Waiters {
+            asking_all: true,
+            ..Self::default()
+        }
     }
 
     /// Submitters waiting.
@@ -850,7 +910,16 @@ impl Waiters {
                         .get(&waiter.flow)
                         .is_some_and(|arrivals| arrivals.iter().any(|&a| a < key.0)))
             {
-                visited[d].push(key);
+                // Behind a group that holds all its requests, it waits for one of them as the
+                // first one does.
+                let (flow, group, direction) = (waiter.flow, waiter.group, waiter.direction());
+                let parked = group_limits
+                    && stuck_groups.contains(&group)
+                    && elevator.waiter_group_held(group, direction)
+                    && self.park(Hold::Group(group), key, d, flow);
+                if !parked {
+                    visited[d].push(key);
+                }
                 continue;
             }
             let (flow, group, direction) = (waiter.flow, waiter.group, waiter.direction());
@@ -867,13 +936,15 @@ impl Waiters {
                 }
                 // Turned away by the policy under a hold it reports loosened: set aside
                 // until then, not asked at every pass.
-                match room.then(|| elevator.waiter_hold(waiter)).flatten() {
-                    Some(hold) => {
-                        self.parked.entry(hold).or_default().push((key, d as u8));
-                        self.parked_flows.entry(flow).or_insert([u64::MAX; 2])[d] = key.0;
-                        self.parked_len += 1;
-                    }
-                    None => visited[d].push(key),
+                let hold = if room {
+                    elevator.waiter_hold(waiter).map(Hold::Policy)
+                } else {
+                    elevator
+                        .waiter_group_held(group, direction)
+                        .then_some(Hold::Group(group))
+                };
+                if !hold.is_some_and(|hold| self.park(hold, key, d, flow)) {
+                    visited[d].push(key);
                 }
                 continue;
             }
@@ -949,6 +1020,19 @@ impl Waiters {
         self.stuck_groups = stuck_groups;
     }
 
+    /// Sets lane `head` of direction `d` (of `flow`) aside under `hold`; `false` when these
+    /// waiters set nothing aside.
+    fn park(&mut self, hold: Hold, head: Head, d: usize, flow: FlowId) -> bool {
+        #[cfg(test)]
+        if self.asking_all {
+            return false;
+        }
+        self.parked.entry(hold).or_default().push((head, d as u8));
+        self.parked_flows.entry(flow).or_insert([u64::MAX; 2])[d] = head.0;
+        self.parked_len += 1;
+        true
+    }
+
     /// Brings back the lanes whose hold the policy reports loosened ([`Policy::loosened`]).
     /// Before a pass (`position` `None`) their heads go back among the others; during one, at
     /// the waiter arrived `position`, a head the pass has gone past is one it visited and
@@ -962,7 +1046,8 @@ impl Waiters {
         stuck_flows: &mut FxHashSet<FlowId>,
     ) {
         let mut keys = std::mem::take(&mut self.loosened);
-        let all = elevator.loosened(&mut keys);
+        let mut groups = std::mem::take(&mut self.freed_groups);
+        let all = elevator.loosened(&mut keys, &mut groups);
         let mut unpark = |lanes: &mut Vec<(Head, u8)>, waiters: &mut Self| {
             for (head, d) in lanes.drain(..) {
                 let flow = head.1;
@@ -995,11 +1080,13 @@ impl Waiters {
                 parked.clear();
             }
         } else {
-            for key in &keys {
-                if let Some(lanes) = parked.get_mut(key) {
+            let holds = (keys.iter().map(|&key| Hold::Policy(key)))
+                .chain(groups.iter().map(|&group| Hold::Group(group)));
+            for hold in holds {
+                if let Some(lanes) = parked.get_mut(&hold) {
                     unpark(lanes, self);
                     if parked.len() > LANES_KEPT {
-                        parked.remove(key);
+                        parked.remove(&hold);
                     }
                 }
             }
@@ -1007,6 +1094,8 @@ impl Waiters {
         self.parked = parked;
         keys.clear();
         self.loosened = keys;
+        groups.clear();
+        self.freed_groups = groups;
         #[cfg(debug_assertions)]
         self.check_parked(elevator);
     }
@@ -1021,11 +1110,17 @@ impl Waiters {
                     .front()
                     .expect("a lane set aside has waiters");
                 assert_eq!(*first, arrival, "a lane set aside keeps its first waiter");
-                assert!(
-                    elevator.turns_away(waiter),
-                    "a waiter set aside under hold {hold} would be let in: the policy did not \
-                     report the hold loosened"
-                );
+                match hold {
+                    Hold::Policy(_) => assert!(
+                        elevator.turns_away(waiter),
+                        "a waiter set aside under {hold:?} would be let in: the policy did not \
+                         report the hold loosened"
+                    ),
+                    Hold::Group(group) => assert!(
+                        !elevator.has_room_for(*group, waiter.direction()),
+                        "a waiter set aside under {hold:?} has room in its group"
+                    ),
+                }
             }
         }
     }

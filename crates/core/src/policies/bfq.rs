@@ -2639,57 +2639,6 @@ mod tests {
         }
     }
 
-    /// bfq whose waiters are asked at every pass: every hook but `allocation_hold` goes to
-    /// the bfq inside.
-    struct Unheld(Bfq);
-
-    impl Policy for Unheld {
-        fn name(&self) -> &'static str {
-            self.0.name()
-        }
-        fn set_groups(&mut self, groups: &Groups) {
-            self.0.set_groups(groups)
-        }
-        fn try_merge(
-            &mut self,
-            request: Request,
-            limits: MergeLimits,
-            now: Nanos,
-        ) -> Result<(), Request> {
-            self.0.try_merge(request, limits, now)
-        }
-        fn insert(&mut self, request: Request, now: Nanos) {
-            self.0.insert(request, now)
-        }
-        fn dispatch(&mut self, now: Nanos) -> Dispatch {
-            self.0.dispatch(now)
-        }
-        fn completed(&mut self, request: &Request, now: Nanos) {
-            self.0.completed(request, now)
-        }
-        fn requeue(&mut self, request: Request, now: Nanos) {
-            self.0.requeue(request, now)
-        }
-        fn may_allocate(&self, request: &Request, in_use: usize, nr_requests: u32) -> bool {
-            self.0.may_allocate(request, in_use, nr_requests)
-        }
-        fn queued(&self) -> usize {
-            self.0.queued()
-        }
-        fn drain(&mut self, out: &mut Vec<Request>) {
-            self.0.drain(out)
-        }
-        fn tunables(&self) -> &'static [TunableSpec] {
-            self.0.tunables()
-        }
-        fn tunable(&self, name: &str) -> Result<u64, TunableError> {
-            self.0.tunable(name)
-        }
-        fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
-            self.0.set_tunable(name, value)
-        }
-    }
-
     /// What happened to the requests of a run of [`held_run`], in order.
     #[derive(Debug, PartialEq, Eq)]
     enum Event {
@@ -2708,6 +2657,8 @@ mod tests {
         nr_requests: u32,
         device_depth: usize,
         with_groups: bool,
+        /// `nr_group_requests` (0: none).
+        group_requests: u32,
         seed: u64,
     }
 
@@ -2715,7 +2666,8 @@ mod tests {
     /// queue of `nr_requests` and a device that holds `device_depth` and completes them in an
     /// order `seed` draws; each job's I/O kind (read, sync or async write), priority (classes
     /// and levels) and, `with_groups`, cgroup are drawn too. The events, in order.
-    fn held_run(policy: Box<dyn Policy>, workload: HeldWorkload) -> Vec<Event> {
+    /// With `holds` off, every waiter is asked at every pass ([`crate::Waiters::asking_all`]).
+    fn held_run(policy: Box<dyn Policy>, workload: HeldWorkload, holds: bool) -> Vec<Event> {
         let HeldWorkload {
             flows,
             depth,
@@ -2723,6 +2675,7 @@ mod tests {
             nr_requests,
             device_depth,
             with_groups,
+            group_requests,
             seed,
         } = workload;
         let mut rng = crate::testing::XorShift::new(seed);
@@ -2762,7 +2715,14 @@ mod tests {
         if with_groups {
             elevator.set_groups(&groups);
         }
-        let mut waiters = crate::Waiters::new();
+        elevator
+            .set("nr_group_requests", &group_requests.to_string())
+            .unwrap();
+        let mut waiters = if holds {
+            crate::Waiters::new()
+        } else {
+            crate::Waiters::asking_all()
+        };
         let mut events = Vec::new();
         let mut issued = vec![0u32; flows as usize];
         let mut next_id = 1u64;
@@ -2830,12 +2790,13 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
-        // Proves that setting waiters aside under bfq's holds (a queue's share of the
-        // requests) changes nothing but how often they are asked: the same requests go in,
-        // out and complete at the same times as when every waiter is asked at every pass,
-        // with reads, sync and async writes of every class, flows of the root and of nested
-        // cgroups, weight raising, idling and completions in any order. (A debug build also checks, at every pass, that each
-        // waiter set aside is one bfq turns away.)
+        // Proves that setting waiters aside (under bfq's holds, or for their cgroup's
+        // nr_group_requests) changes nothing but how often they are asked: the same requests
+        // go in, out and complete at the same times as when every waiter is asked at every
+        // pass, with reads, sync and async writes of every class, flows of the root and of
+        // nested cgroups, weight raising, idling and completions in any order, under bfq and
+        // under deadline. (A debug build also checks, at every pass, that each waiter set
+        // aside is one that would be turned away.)
         #[test]
         fn held_waiters_go_in_as_asked_ones(
             flows in 2u32..40,
@@ -2843,6 +2804,8 @@ mod tests {
             nr_requests in 2u32..40,
             device_depth in 1usize..8,
             with_groups in proptest::prelude::any::<bool>(),
+            group_requests in proptest::prop_oneof![proptest::strategy::Just(0u32), 1u32..8],
+            deadline in proptest::prelude::any::<bool>(),
             seed in proptest::prelude::any::<u64>(),
         ) {
             let workload = HeldWorkload {
@@ -2852,14 +2815,21 @@ mod tests {
                 nr_requests,
                 device_depth,
                 with_groups,
+                group_requests,
                 seed,
             };
-            let run = |policy: Box<dyn Policy>| held_run(policy, workload);
-            let held = run(Box::<Bfq>::default());
-            let asked = run(Box::new(Unheld(Bfq::new())));
+            let policy = || -> Box<dyn Policy> {
+                if deadline {
+                    Box::<crate::policies::deadline::Deadline>::default()
+                } else {
+                    Box::<Bfq>::default()
+                }
+            };
+            let held = held_run(policy(), workload, true);
+            let asked = held_run(policy(), workload, false);
             proptest::prop_assert!(held.iter().filter(|e| matches!(e, Event::Done(_))).count() > 0);
             proptest::prop_assert_eq!(held, asked);
-        }
+    }
     }
 
     // Proves bfqq_request_over_limit: an IDLE-class queue beside a busy best-effort one holds
