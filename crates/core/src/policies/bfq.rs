@@ -1606,10 +1606,21 @@ impl Bfq {
         let Some(tree) = self.cgroups.existing(GroupId::ROOT) else {
             return [0; 3];
         };
-        let wsum = |class| self.fq.wsum(tree, class).unwrap_or(0);
-        let rt = wsum(IoPrioClass::Rt);
-        let be = rt * IOPRIO_BE_NR + wsum(IoPrioClass::Be);
-        [rt, be, be * IOPRIO_BE_NR + wsum(IoPrioClass::Idle)]
+        [IoPrioClass::Rt, IoPrioClass::Be, IoPrioClass::Idle].map(|class| self.class_sum(tree, class))
+    }
+
+    /// What a queue of `class` in `tree` divides its share by ([`Bfq::over_limit`]): the
+    /// weight sums of the tree's classes from RT down to its own, each higher one weighing
+    /// `IOPRIO_BE_NR` times more.
+    fn class_sum(&self, tree: FqGroupId, class: IoPrioClass) -> u64 {
+        let classes: &[IoPrioClass] = match class {
+            IoPrioClass::Rt => &[IoPrioClass::Rt],
+            IoPrioClass::Idle => &[IoPrioClass::Rt, IoPrioClass::Be, IoPrioClass::Idle],
+            IoPrioClass::Be | IoPrioClass::None => &[IoPrioClass::Rt, IoPrioClass::Be],
+        };
+        classes.iter().fold(0, |sum, &class| {
+            sum * IOPRIO_BE_NR + self.fq.wsum(tree, class).unwrap_or(0)
+        })
     }
 
     /// Queue `key`'s share may let in a waiter it holds: its requests fewer, its turn over,
@@ -1715,11 +1726,6 @@ impl Bfq {
         }
         let allocated = |queue: &Queue| (queue.queued() + queue.in_flight) as u64;
         let class = self.fq.class(queue.leaf).unwrap_or(IoPrioClass::Be);
-        let classes: &[IoPrioClass] = match class {
-            IoPrioClass::Rt => &[IoPrioClass::Rt],
-            IoPrioClass::Idle => &[IoPrioClass::Rt, IoPrioClass::Be, IoPrioClass::Idle],
-            IoPrioClass::Be | IoPrioClass::None => &[IoPrioClass::Rt, IoPrioClass::Be],
-        };
         let mut limit = limit;
         let mut parent = GroupId::ROOT;
         for level in 0..=path.len() {
@@ -1742,10 +1748,7 @@ impl Bfq {
                 }
                 None => {
                     let weight = u64::from(self.fq.weight(queue.leaf).unwrap_or(0));
-                    let sum = classes
-                        .iter()
-                        .fold(0, |sum, &class| sum * IOPRIO_BE_NR + wsum(class));
-                    (weight, allocated(queue), sum)
+                    (weight, allocated(queue), self.class_sum(tree, class))
                 }
             };
             if let Some(&cgroup) = path.get(level) {
