@@ -210,7 +210,8 @@ fn latency_json(latency: &Latency, percentiles: Option<&[f64]>, bins: bool) -> V
         if latency.count() > 0 {
             let values: Map<String, Value> = list
                 .iter()
-                .map(|&p| (percentile_key(p), latency.percentile(p).into()))
+                .zip(latency.percentiles(list))
+                .map(|(&p, value)| (percentile_key(p), value.into()))
                 .collect();
             object.insert("percentile".into(), Value::Object(values));
             if bins {

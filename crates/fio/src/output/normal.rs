@@ -390,7 +390,7 @@ fn percentile_block(
     if percentiles.is_empty() || latency.count() == 0 {
         return;
     }
-    let values: Vec<u64> = percentiles.iter().map(|&p| latency.percentile(p)).collect();
+    let values = latency.percentiles(percentiles);
     let min = values.iter().copied().min().expect("non-empty");
     let max = values.iter().copied().max().expect("non-empty");
     let unit = TimeUnit::for_percentiles(min, max);
