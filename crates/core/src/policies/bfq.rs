@@ -579,6 +579,8 @@ struct Queue {
     in_large_burst: bool,
     /// Marked in [`Holds::loosened`] since the last report.
     loosened: bool,
+    /// Its place in [`Bfq::with_queued`] while it has requests queued.
+    with_queued_at: usize,
 }
 
 /// `BFQQ_SEEKY` (block/bfq-iosched.h, Linux 4.16 on): more than 19 of the last 32 requests
@@ -747,6 +749,11 @@ pub struct Bfq {
     held_by_group: HashMap<GroupId, u64>,
     /// The waiters held back by their queue's share, as [`Policy::loosened`] needs them.
     holds: Holds,
+    /// The queues with requests queued, in no order: the ones injection chooses among. At
+    /// most as many as requests queued, where the queues are as many as jobs (a walk over
+    /// all of them at each injection was most of a request's cost with 1024 jobs in 4
+    /// cgroups).
+    with_queued: Vec<Qid>,
 }
 
 impl Default for Bfq {
@@ -802,6 +809,25 @@ impl Bfq {
             last_ins_in_burst: 0,
             burst_group: None,
             holds: Holds::default(),
+            with_queued: Vec::new(),
+        }
+    }
+
+    /// Queue `key`, which had nothing queued, has a request queued now.
+    fn now_queued(&mut self, key: Qid) {
+        if let Some(queue) = self.queues.get_mut(&key) {
+            queue.with_queued_at = self.with_queued.len();
+            self.with_queued.push(key);
+        }
+    }
+
+    /// Queue `key` has nothing queued any more.
+    fn none_queued(&mut self, key: Qid) {
+        let at = self.queues[&key].with_queued_at;
+        debug_assert_eq!(self.with_queued.get(at), Some(&key), "listed where it says");
+        self.with_queued.swap_remove(at);
+        if let Some(&moved) = self.with_queued.get(at) {
+            self.queues.get_mut(&moved).expect("listed").with_queued_at = at;
         }
     }
 
@@ -1168,16 +1194,18 @@ impl Bfq {
             return None;
         }
         let always = waiting.wr_coeff == 1 || !waiting.short_ttime;
+        // The busy queues but the one in service with requests queued: those listed in
+        // `with_queued` (in no order; the smallest key below decides).
         let (_, other, pick) = self
-            .queues
+            .with_queued
             .iter()
-            .filter(|(k, q)| {
-                *k != key
-                    && !q.sort.is_empty()
-                    && (always || q.wr_coeff > 1)
-                    && self.fq.is_active(q.leaf).unwrap_or(false)
-            })
-            .filter_map(|(k, q)| {
+            .filter(|&&k| k != key)
+            .filter_map(|&k| {
+                let q = &self.queues[&k];
+                debug_assert!(!q.sort.is_empty(), "listed with requests queued");
+                if !((always || q.wr_coeff > 1) && self.fq.is_active(q.leaf).unwrap_or(false)) {
+                    return None;
+                }
                 let pick = self.next_in(q)?;
                 let len = q.sort[&pick].request.len;
                 (q.injected + len <= q.budget.max(len))
@@ -1365,6 +1393,7 @@ impl Bfq {
             injected: 0,
             in_large_burst: false,
             loosened: false,
+            with_queued_at: 0,
         });
         let index = leaf.index() as usize;
         if self.by_leaf.len() <= index {
@@ -1911,6 +1940,7 @@ impl Bfq {
         let queue = self.queues.get_mut(&key).expect("queue exists");
         let entry = queue.sort.remove(&sort_key).expect("on the sort list");
         queue.fifo.remove(&(entry.expires, sort_key.1));
+        let emptied = queue.sort.is_empty();
         let request = entry.request;
         let far = request.offset.abs_diff(queue.last_end) > SEEK_THRESHOLD;
         queue.seek_history = (queue.seek_history << 1) | u32::from(far);
@@ -1921,6 +1951,9 @@ impl Bfq {
         self.in_driver += 1;
         self.head = request.end();
         self.queued -= 1;
+        if emptied {
+            self.none_queued(key);
+        }
         request
     }
 }
@@ -2058,8 +2091,12 @@ impl Bfq {
         queue.fifo.insert((expires, request.id), request.offset);
         let len = request.len;
         let before = (queue.in_flight > 0 || !queue.sort.is_empty()).then_some(());
+        let first = queue.sort.is_empty();
         queue.sort.insert(sort_key, Entry { request, expires });
         let (leaf, budget, group) = (queue.leaf, queue.budget, queue.group);
+        if first {
+            self.now_queued(key);
+        }
         self.hold(group, true);
         self.queued += 1;
         if before.is_none() {
@@ -2263,6 +2300,7 @@ impl Bfq {
             }
             queue.wr_busy = false;
         }
+        self.with_queued.clear();
         self.wr_busy_queues = 0;
         out[start..].sort_by_key(|r| (r.arrival, r.id));
         self.queued = 0;
