@@ -7,7 +7,8 @@
 //! and the same accounting, and no policy can be handed more requests than `nr_requests`.
 
 use crate::group::Groups;
-use crate::policy::{Dispatch, Policy};
+use crate::ordmap::OrdMap;
+use crate::policy::{Dispatch, HeldBy, Policy};
 use crate::qos::Qos;
 use crate::request::{Direction, FlowId, MergeLimits, Op, Request};
 use crate::stage::Stage;
@@ -375,7 +376,7 @@ impl Elevator {
     /// aside. Only with one pool of requests and no group limit or stage, where a waiter the
     /// policy turns away changes nothing in the pass but its flow's turn (see
     /// [`Waiters`]); `None` otherwise, and the waiter is asked again at every pass.
-    fn waiter_hold(&mut self, request: &Request) -> Option<u64> {
+    fn waiter_hold(&mut self, request: &Request) -> Option<HeldBy> {
         if self.stage.is_some()
             || self.per_direction
             || self.nr_group_requests > 0
@@ -693,9 +694,15 @@ impl Elevator {
 /// until the policy reports it ([`Policy::loosened`]), as a task sleeping on its tag waits to
 /// be woken, so a pass does not ask it again and again (with 64 jobs at depth 64 under bfq,
 /// 27 times per request). A pass treats a lane set aside as the visit it replaces (its flow's
-/// later lanes wait behind it), so the waiters go in as they would if each were asked. So
-/// is a lane whose group holds all its `nr_group_requests` while the queue has room, until
-/// one of the group's requests completes.
+/// later lanes wait behind it), so the waiters go in as they would if each were asked. A
+/// hold the policy reports loosened gives back its lanes one at a time, in arrival order: the
+/// first is asked in its turn, and unless the same hold turns it away again the next comes
+/// back, later in the same pass (a hold is shared, [`Policy::allocation_hold`]: what it turns
+/// away once it turns away for all its lanes; with 256 jobs per cgroup under bfq, giving them
+/// all back at each completion in the cgroup cost 240 questions per request). A lane's own key
+/// reported loosened gives that lane back at once. So is a lane whose group holds all its
+/// `nr_group_requests` while the queue has room set aside, until one of the group's requests
+/// completes, and then given back with the group's others.
 #[derive(Debug, Default)]
 pub struct Waiters {
     /// Each lane's waiters in arrival order, with their arrival numbers.
@@ -717,7 +724,18 @@ pub struct Waiters {
     /// reports loosened ([`Policy::allocation_hold`]), by hold, with their heads (out of
     /// `heads` until then) and directions. Emptied holds stay for their memory, unless
     /// LANES_KEPT holds are listed (a bfq queue's hold is new each time the queue is).
-    parked: FxHashMap<Hold, Vec<(Head, u8)>>,
+    parked: FxHashMap<Hold, Parked>,
+    /// Each lane set aside under a policy's hold: that hold's key and the lane's own
+    /// ([`HeldBy`]).
+    held: FxHashMap<Lane, HeldBy>,
+    /// The lanes set aside under a policy's hold, by their own keys.
+    owned: FxHashMap<u64, Vec<(Head, u8)>>,
+    /// Lanes given back one at a time for a loosened hold and not visited yet, with that
+    /// hold's key ([`Waiters::probe`]).
+    probes: FxHashMap<Lane, u64>,
+    /// The holds reported loosened that have not turned a waiter away since (some may have,
+    /// [`Parked::loose`] says): a pass begins by giving back the first lane of each.
+    loose: Vec<u64>,
     /// Lanes set aside in all.
     parked_len: usize,
     /// Each flow with a lane set aside: the arrival of that lane's head, per direction
@@ -730,6 +748,18 @@ pub struct Waiters {
     /// Never sets a lane aside (tests compare the two).
     #[cfg(test)]
     asking_all: bool,
+}
+
+/// The lanes set aside under one hold.
+#[derive(Debug, Default)]
+struct Parked {
+    /// By head: arrival order.
+    lanes: OrdMap<(Head, u8), ()>,
+    /// A policy's hold reported loosened that has not turned a waiter away since: its lanes
+    /// may go in, and come back one at a time to be asked.
+    loose: bool,
+    /// The arrivals of its lanes given back and not visited yet.
+    probes: Vec<u64>,
 }
 
 /// What a lane set aside waits on.
@@ -894,6 +924,13 @@ impl Waiters {
             };
             self.heads[d].pop_first();
             let lane = (key.1, d as u8);
+            // A lane given back for a loosened hold: once visited, unless that hold turns it
+            // away again, the hold's next lane comes back.
+            let probe = if self.probes.is_empty() {
+                None
+            } else {
+                self.probes.remove(&lane)
+            };
             let keep_empty = self.lanes.len() <= LANES_KEPT;
             let queue = self
                 .lanes
@@ -916,10 +953,11 @@ impl Waiters {
                 let parked = group_limits
                     && stuck_groups.contains(&group)
                     && elevator.waiter_group_held(group, direction)
-                    && self.park(Hold::Group(group), key, d, flow);
+                    && self.park(Hold::Group(group), None, key, d, flow);
                 if !parked {
                     visited[d].push(key);
                 }
+                self.visited_probe(probe, key.0);
                 continue;
             }
             let (flow, group, direction) = (waiter.flow, waiter.group, waiter.direction());
@@ -936,16 +974,19 @@ impl Waiters {
                 }
                 // Turned away by the policy under a hold it reports loosened: set aside
                 // until then, not asked at every pass.
-                let hold = if room {
-                    elevator.waiter_hold(waiter).map(Hold::Policy)
+                let (hold, own) = if room {
+                    match elevator.waiter_hold(waiter) {
+                        Some(held) => (Some(Hold::Policy(held.hold)), Some(held)),
+                        None => (None, None),
+                    }
                 } else {
-                    elevator
-                        .waiter_group_held(group, direction)
-                        .then_some(Hold::Group(group))
+                    let held = elevator.waiter_group_held(group, direction);
+                    (held.then_some(Hold::Group(group)), None)
                 };
-                if !hold.is_some_and(|hold| self.park(hold, key, d, flow)) {
+                if !hold.is_some_and(|hold| self.park(hold, own, key, d, flow)) {
                     visited[d].push(key);
                 }
+                self.visited_probe(probe, key.0);
                 continue;
             }
             let (_, mut request) = queue.pop_front().expect("a head's lane has waiters");
@@ -970,6 +1011,7 @@ impl Waiters {
                         None => {}
                     }
                     admitted(id, direction, how);
+                    self.visited_probe(probe, key.0);
                     if self.parked_len > 0 {
                         // Taking it in may have loosened a hold (bfq's queue in service
                         // expired for a newcomer).
@@ -1002,6 +1044,7 @@ impl Waiters {
                     }
                     queue.push_front((key.0, request));
                     visited[d].push(key);
+                    self.visited_probe(probe, key.0);
                     if self.flushes == 0 && elevator.stage_backlog() {
                         // Every other waiter would be turned away the same way, and nothing
                         // in this pass can empty the backlog: the pass ends here, counted
@@ -1020,24 +1063,161 @@ impl Waiters {
         self.stuck_groups = stuck_groups;
     }
 
-    /// Sets lane `head` of direction `d` (of `flow`) aside under `hold`; `false` when these
-    /// waiters set nothing aside.
-    fn park(&mut self, hold: Hold, head: Head, d: usize, flow: FlowId) -> bool {
+    /// Sets lane `head` of direction `d` (of `flow`) aside under `hold` (a policy's, with
+    /// what it said, `held`); `false` when these waiters set nothing aside. The hold has just
+    /// turned the lane's waiter away, so it turns away every lane it holds: it is not loose.
+    fn park(
+        &mut self,
+        hold: Hold,
+        held: Option<HeldBy>,
+        head: Head,
+        d: usize,
+        flow: FlowId,
+    ) -> bool {
         #[cfg(test)]
         if self.asking_all {
             return false;
         }
-        self.parked.entry(hold).or_default().push((head, d as u8));
+        let parked = self.parked.entry(hold).or_default();
+        parked.lanes.insert((head, d as u8), ());
+        parked.loose = false;
+        if let Some(held) = held {
+            self.owned
+                .entry(held.own)
+                .or_default()
+                .push((head, d as u8));
+            self.held.insert((flow, d as u8), held);
+        }
         self.parked_flows.entry(flow).or_insert([u64::MAX; 2])[d] = head.0;
         self.parked_len += 1;
         true
     }
 
-    /// Brings back the lanes whose hold the policy reports loosened ([`Policy::loosened`]).
-    /// Before a pass (`position` `None`) their heads go back among the others; during one, at
-    /// the waiter arrived `position`, a head the pass has gone past is one it visited and
-    /// turned away (it was held then): it goes with the visited, its flow stuck, and a later
-    /// one is visited in its turn.
+    /// Gives lane `(head, d)`, set aside under `hold`, back: before a pass or ahead of it
+    /// (`position` `None`, or an arrival before the lane's) among the heads; behind it, as a
+    /// lane the pass visited and turned away (it was held then), its flow stuck.
+    fn unpark(
+        &mut self,
+        hold: Hold,
+        (head, d): (Head, u8),
+        position: Option<u64>,
+        visited: &mut [Vec<Head>; 2],
+        stuck_flows: &mut FxHashSet<FlowId>,
+    ) {
+        if let Some(parked) = self.parked.get_mut(&hold) {
+            parked.lanes.remove(&(head, d));
+        }
+        let flow = head.1;
+        if let Some(held) = self.held.remove(&(flow, d)) {
+            if let Some(lanes) = self.owned.get_mut(&held.own) {
+                if let Some(at) = lanes.iter().position(|&lane| lane == (head, d)) {
+                    lanes.swap_remove(at);
+                }
+                if lanes.is_empty() {
+                    self.owned.remove(&held.own);
+                }
+            }
+        }
+        self.parked_len -= 1;
+        let arrivals = self
+            .parked_flows
+            .get_mut(&flow)
+            .expect("a flow set aside is listed");
+        arrivals[usize::from(d)] = u64::MAX;
+        if *arrivals == [u64::MAX; 2] {
+            self.parked_flows.remove(&flow);
+        }
+        match position {
+            Some(position) if head.0 < position => {
+                let visited = &mut visited[usize::from(d)];
+                let at = visited.partition_point(|other| *other < head);
+                visited.insert(at, head);
+                stuck_flows.insert(flow);
+            }
+            _ => self.heads[usize::from(d)].insert(head),
+        }
+    }
+
+    /// Gives back every lane set aside under `hold`.
+    fn unpark_all(
+        &mut self,
+        hold: Hold,
+        position: Option<u64>,
+        visited: &mut [Vec<Head>; 2],
+        stuck_flows: &mut FxHashSet<FlowId>,
+    ) {
+        let Some(parked) = self.parked.get_mut(&hold) else {
+            return;
+        };
+        let lanes: Vec<(Head, u8)> = parked.lanes.keys().copied().collect();
+        for lane in lanes {
+            self.unpark(hold, lane, position, visited, stuck_flows);
+        }
+        if self.parked.len() > LANES_KEPT {
+            self.parked.remove(&hold);
+        }
+    }
+
+    /// Gives back the first lane set aside under the policy's hold `key` that arrived after
+    /// `after` (`None`: the first of all), to be asked in its turn, unless a lane given back
+    /// for the hold and not visited yet comes before it (that one's visit goes on from
+    /// there).
+    fn probe(&mut self, key: u64, after: Option<u64>) {
+        let hold = Hold::Policy(key);
+        let Some(parked) = self.parked.get(&hold) else {
+            return;
+        };
+        let next = match after {
+            None => parked.lanes.first().map(|(lane, _)| *lane),
+            Some(at) => parked
+                .lanes
+                .range(((at + 1, FlowId(0)), 0)..)
+                .next()
+                .map(|(lane, _)| *lane),
+        };
+        let Some((head, d)) = next else {
+            return;
+        };
+        if parked
+            .probes
+            .iter()
+            .any(|&probe| after.is_none_or(|at| probe > at) && probe < head.0)
+        {
+            return;
+        }
+        // Ahead of any pass position (it arrived after `after`): among the heads.
+        let mut none = [Vec::new(), Vec::new()];
+        let mut unused = FxHashSet::default();
+        self.unpark(hold, (head, d), None, &mut none, &mut unused);
+        self.parked
+            .get_mut(&hold)
+            .expect("just given back from it")
+            .probes
+            .push(head.0);
+        self.probes.insert((head.1, d), key);
+    }
+
+    /// A pass visited lane `probe` gave back for its hold, arrived `at`: unless that hold
+    /// turned it away again (and so every lane it holds), the hold's next lane comes back.
+    fn visited_probe(&mut self, probe: Option<u64>, at: u64) {
+        let Some(key) = probe else {
+            return;
+        };
+        let Some(parked) = self.parked.get_mut(&Hold::Policy(key)) else {
+            return;
+        };
+        parked.probes.retain(|&probe| probe != at);
+        if parked.loose {
+            self.probe(key, Some(at));
+        }
+    }
+
+    /// Brings back the lanes whose hold the policy reports loosened ([`Policy::loosened`]):
+    /// a policy's hold one lane at a time ([`Waiters::probe`]), from the first that arrived
+    /// after `position` (a pass's, or before one `None`; those before it were visited and
+    /// turned away in this pass, and the next pass asks them); a lane's own key, and a
+    /// group's requests, every lane at once. Before a pass, each hold still loose gives back
+    /// its first lane.
     fn unpark_loosened(
         &mut self,
         elevator: &mut Elevator,
@@ -1048,50 +1228,53 @@ impl Waiters {
         let mut keys = std::mem::take(&mut self.loosened);
         let mut groups = std::mem::take(&mut self.freed_groups);
         let all = elevator.loosened(&mut keys, &mut groups);
-        let mut unpark = |lanes: &mut Vec<(Head, u8)>, waiters: &mut Self| {
-            for (head, d) in lanes.drain(..) {
-                let flow = head.1;
-                waiters.parked_len -= 1;
-                let arrivals = waiters
-                    .parked_flows
-                    .get_mut(&flow)
-                    .expect("a flow set aside is listed");
-                arrivals[usize::from(d)] = u64::MAX;
-                if *arrivals == [u64::MAX; 2] {
-                    waiters.parked_flows.remove(&flow);
-                }
-                match position {
-                    Some(position) if head.0 < position => {
-                        let visited = &mut visited[usize::from(d)];
-                        let at = visited.partition_point(|other| *other < head);
-                        visited.insert(at, head);
-                        stuck_flows.insert(flow);
-                    }
-                    _ => waiters.heads[usize::from(d)].insert(head),
-                }
-            }
-        };
-        let mut parked = std::mem::take(&mut self.parked);
         if all {
-            for lanes in parked.values_mut() {
-                unpark(lanes, self);
-            }
-            if parked.len() > LANES_KEPT {
-                parked.clear();
-            }
-        } else {
-            let holds = (keys.iter().map(|&key| Hold::Policy(key)))
-                .chain(groups.iter().map(|&group| Hold::Group(group)));
+            let holds: Vec<Hold> = self.parked.keys().copied().collect();
             for hold in holds {
-                if let Some(lanes) = parked.get_mut(&hold) {
-                    unpark(lanes, self);
-                    if parked.len() > LANES_KEPT {
-                        parked.remove(&hold);
+                self.unpark_all(hold, position, visited, stuck_flows);
+            }
+            for parked in self.parked.values_mut() {
+                parked.loose = false;
+                parked.probes.clear();
+            }
+            self.probes.clear();
+            self.loose.clear();
+        } else {
+            for &key in &keys {
+                if let Some(lanes) = self.owned.remove(&key) {
+                    for lane in lanes {
+                        let hold = self.held[&(lane.0 .1, lane.1)].hold;
+                        self.unpark(Hold::Policy(hold), lane, position, visited, stuck_flows);
                     }
                 }
+                if let Some(parked) = self.parked.get_mut(&Hold::Policy(key)) {
+                    if !parked.lanes.is_empty() {
+                        if !parked.loose {
+                            parked.loose = true;
+                            self.loose.push(key);
+                        }
+                        self.probe(key, position);
+                    }
+                }
+            }
+            for &group in &groups {
+                self.unpark_all(Hold::Group(group), position, visited, stuck_flows);
             }
         }
-        self.parked = parked;
+        if position.is_none() && !self.loose.is_empty() {
+            let mut loose = std::mem::take(&mut self.loose);
+            loose.sort_unstable();
+            loose.dedup();
+            loose.retain(|key| {
+                self.parked
+                    .get(&Hold::Policy(*key))
+                    .is_some_and(|parked| parked.loose && !parked.lanes.is_empty())
+            });
+            for &key in &loose {
+                self.probe(key, None);
+            }
+            self.loose = loose;
+        }
         keys.clear();
         self.loosened = keys;
         groups.clear();
@@ -1100,22 +1283,33 @@ impl Waiters {
         self.check_parked(elevator);
     }
 
-    /// A debug build's check of [`Policy::loosened`]: every lane set aside is one the policy
-    /// turns away.
+    /// A debug build's check of [`Policy::loosened`]: every lane set aside under a hold that
+    /// is not loose is one the policy turns away (a loose hold's lanes are being asked again,
+    /// one at a time); and the books agree.
     #[cfg(debug_assertions)]
     fn check_parked(&self, elevator: &Elevator) {
-        for (hold, lanes) in &self.parked {
-            for &((arrival, flow), d) in lanes {
+        let mut count = 0;
+        for (hold, parked) in &self.parked {
+            count += parked.lanes.len();
+            for &((arrival, flow), d) in parked.lanes.keys() {
                 let (first, waiter) = self.lanes[&(flow, d)]
                     .front()
                     .expect("a lane set aside has waiters");
                 assert_eq!(*first, arrival, "a lane set aside keeps its first waiter");
                 match hold {
-                    Hold::Policy(_) => assert!(
-                        elevator.turns_away(waiter),
-                        "a waiter set aside under {hold:?} would be let in: the policy did not \
-                         report the hold loosened"
-                    ),
+                    Hold::Policy(key) => {
+                        let held = self.held[&(flow, d)];
+                        assert_eq!(held.hold, *key, "a lane set aside knows its hold");
+                        assert!(
+                            self.owned[&held.own].contains(&((arrival, flow), d)),
+                            "a lane set aside is listed by its own key"
+                        );
+                        assert!(
+                            parked.loose || elevator.turns_away(waiter),
+                            "a waiter set aside under {hold:?} would be let in: the policy did \
+                             not report the hold loosened"
+                        );
+                    }
                     Hold::Group(group) => assert!(
                         !elevator.has_room_for(*group, waiter.direction()),
                         "a waiter set aside under {hold:?} has room in its group"
@@ -1123,6 +1317,11 @@ impl Waiters {
                 }
             }
         }
+        assert_eq!(count, self.parked_len, "every lane set aside is counted");
+        assert_eq!(
+            self.held.len(),
+            self.owned.values().map(Vec::len).sum::<usize>()
+        );
     }
 }
 

@@ -47,7 +47,7 @@ pub mod tunable;
 pub use elevator::{Admitted, Elevator, ElevatorStats, Waiters};
 pub use group::{GroupId, GroupSettings, Groups, IoMax, PrioClassPolicy};
 pub use ioprio::{IoPrio, IoPrioClass};
-pub use policy::{Dispatch, Policy};
+pub use policy::{Dispatch, HeldBy, Policy};
 pub use qos::Qos;
 pub use request::{Direction, FlowId, MergeLimits, Op, Request, RequestId};
 pub use time::Nanos;

@@ -27,6 +27,17 @@ use crate::request::{FlowId, MergeLimits, Request};
 use crate::time::Nanos;
 use crate::tunable::{TunableError, TunableSpec};
 
+/// What holds back a waiter a policy turned away ([`Policy::allocation_hold`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HeldBy {
+    /// The hold it shares with others: every waiter held by it is let in or turned away
+    /// alike, until [`Policy::loosened`] reports this key or a waiter's own.
+    pub hold: u64,
+    /// Its own key: reported loosened, it gives back every waiter of that key, whatever
+    /// holds them. Apart from every `hold` key.
+    pub own: u64,
+}
+
 /// What a policy wants the engine to do next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Dispatch {
@@ -99,20 +110,28 @@ pub trait Policy: Send {
     /// the waiter aside until then, instead of asking again at every pass (bfq's share of
     /// the requests per queue: with 64 jobs at depth 64, asking cost more than the request).
     /// `None`, the default: ask again at every pass.
+    ///
+    /// A hold is shared: the waiters held by the same [`HeldBy::hold`] are let in or turned
+    /// away alike, but for what their own keys ([`HeldBy::own`]) say. So when the hold
+    /// loosens the waiters ask one of them at a time, in arrival order, and stop at the first
+    /// one turned away by that same hold: the others would be too. A change that lets in one
+    /// waiter and not the others of its hold (bfq: its queue left the race, which no share
+    /// binds) is reported by the waiter's own key, which gives back every waiter of that key.
     fn allocation_hold(
         &mut self,
         request: &Request,
         in_use: usize,
         nr_requests: u32,
-    ) -> Option<u64> {
+    ) -> Option<HeldBy> {
         let _ = (request, in_use, nr_requests);
         None
     }
 
     /// The holds ([`Policy::allocation_hold`]) that may have loosened since the last call,
-    /// with `nr_requests` the queue's now: each one's key goes to `keys`; `true` when every
-    /// hold may have loosened. Only what was reported here may let in a waiter set aside:
-    /// a debug build checks that every waiter still set aside is turned away.
+    /// with `nr_requests` the queue's now: each one's key, a hold's or a waiter's own, goes to
+    /// `keys`; `true` when every hold may have loosened. Only what was reported here may let
+    /// in a waiter set aside: a debug build checks that every waiter set aside under a hold
+    /// that turned one away since it was last reported is turned away.
     fn loosened(&mut self, nr_requests: u32, keys: &mut Vec<u64>) -> bool {
         let _ = (nr_requests, keys);
         false

@@ -97,7 +97,7 @@ use crate::fq::{CgroupTree, FairQueue, FqGroupId, LeafId};
 use crate::group::{GroupId, Groups};
 use crate::ioprio::IoPrioClass;
 use crate::ordmap::OrdMap;
-use crate::policy::{Dispatch, Policy};
+use crate::policy::{Dispatch, HeldBy, Policy};
 use crate::request::{
     merge_back, merge_front, mergeable, FlowId, MergeLimits, Op, Request, RequestId,
 };
@@ -292,13 +292,21 @@ fn smallest_sum_held(limit_weight: u64, held: u64) -> u64 {
 }
 
 impl Qid {
-    /// The key of the hold a queue puts on waiters ([`Policy::allocation_hold`]).
-    /// Its generation's top bit is dropped, so that no queue's key is a cgroup's
-    /// ([`group_hold`]): a queue 2^31 generations apart in the same slot shares its key, which
-    /// can only give back a lane early, to be asked again.
-    fn hold(self) -> u64 {
-        u64::from(self.generation & 0x7fff_ffff) << 32 | u64::from(self.slot)
+    /// The own key of a waiter of this queue ([`HeldBy::own`]), reported when the queue
+    /// frees a request or leaves the race: its slot and its generation's low 29 bits, so
+    /// that the top three bits stay clear, apart from every hold's key ([`queue_hold`],
+    /// [`group_hold`]). A queue 2^29 generations apart in the same slot shares it, which can
+    /// only give back a lane early, to be asked again.
+    fn own(self) -> u64 {
+        u64::from(self.generation & 0x1fff_ffff) << 32 | u64::from(self.slot)
     }
+}
+
+/// The key of the hold queue `key` puts on its waiters of kind `depth` ([`Over::Queue`]):
+/// its own key with the kind in bits 61-62 (1 to 3). The waiters a hold holds are turned away
+/// alike: one queue's of one kind, which share every step of `bfqq_request_over_limit`.
+fn queue_hold(key: Qid, depth: Depth) -> u64 {
+    key.own() | (depth as u64 + 1) << 61
 }
 
 /// Where [`Bfq::over_limit_at`] finds a queue over its share of the requests.
@@ -310,10 +318,13 @@ enum Over {
     Queue,
 }
 
-/// The key of the hold a cgroup puts on the waiters of its queues ([`Over::Group`]): apart
-/// from queues' ([`Qid::hold`]), whose generation is below 2^31.
-fn group_hold(group: GroupId) -> u64 {
-    1 << 63 | u64::from(group.0)
+/// The key of the hold a cgroup puts on the waiters of kind `depth` of its queues
+/// ([`Over::Group`]): the top bit, the kind in bits 61-62, the cgroup. Its waiters are turned
+/// away alike while their queues race: the walk from the top cgroup down is theirs alike to
+/// this cgroup, with one kind's depth; a queue out of the race, which no share binds, reports
+/// its own key ([`Qid::own`]).
+fn group_hold(group: GroupId, depth: Depth) -> u64 {
+    1 << 63 | (depth as u64 + 1) << 61 | u64::from(group.0)
 }
 
 /// The kinds of I/O `bfq_limit_depth` gives a depth each.
@@ -325,6 +336,8 @@ enum Depth {
 }
 
 impl Depth {
+    const ALL: [Depth; 3] = [Depth::Read, Depth::SyncWrite, Depth::Async];
+
     fn of(request: &Request) -> Depth {
         if request.op == Op::Read {
             Depth::Read
@@ -350,10 +363,12 @@ struct Holds {
     /// race.
     groups: Vec<GroupId>,
     groups_marked: HashSet<GroupId>,
-    /// The weight-sum drops ([`FairQueue::wsum_drops`]) of each tree on the path of a cgroup's
-    /// queue whose waiter was held since, per class, as first seen: a share there grows only
-    /// if one of them moved.
-    drops: HashMap<FqGroupId, [u64; 3]>,
+    /// The trees on the path of a cgroup's queue whose waiter was held since, above the level
+    /// that held it: a share there grows only if a tree's weight sum fell
+    /// ([`FairQueue::wsum_drops`]), which reports the holds that tree's falls loosen.
+    drops: HashMap<FqGroupId, TreeHolds>,
+    /// The trees whose sums fell, for [`Bfq::take_loosened`] (kept for its memory).
+    fallen: Vec<FqGroupId>,
     /// Per class (RT, BE, IDLE), the sum of the root's weights a queue of that class divides
     /// its share by ([`Bfq::root_sums`]) below which a waiter held since could be let in
     /// ([`smallest_sum_held`]): the largest of those of the waiters held.
@@ -371,10 +386,20 @@ impl Default for Holds {
             groups: Vec::new(),
             groups_marked: HashSet::default(),
             drops: HashMap::default(),
+            fallen: Vec::new(),
             sum: [0; 3],
             limit: [usize::MAX; 3],
         }
     }
+}
+
+/// The holds below one tree ([`Holds::drops`]).
+#[derive(Debug, Default)]
+struct TreeHolds {
+    /// The tree's weight-sum drops per class when the first of them was held.
+    drops: [u64; 3],
+    /// Their keys ([`HeldBy::hold`]).
+    keys: HashSet<u64>,
 }
 
 impl Holds {
@@ -389,6 +414,7 @@ impl Holds {
             groups: std::mem::take(&mut self.groups),
             groups_marked: std::mem::take(&mut self.groups_marked),
             drops: std::mem::take(&mut self.drops),
+            fallen: std::mem::take(&mut self.fallen),
             ..Holds::default()
         };
     }
@@ -1558,7 +1584,12 @@ impl Bfq {
     /// ([`Bfq::over_limit`]) while its kind's depth has room is held by that queue, which
     /// [`Bfq::loosen`] reports when the share could let it in; a queue of a cgroup, by the
     /// queue or the cgroup whose share it reached ([`Bfq::hold_in_cgroup`]).
-    fn hold_waiter(&mut self, request: &Request, in_use: usize, nr_requests: u32) -> Option<u64> {
+    fn hold_waiter(
+        &mut self,
+        request: &Request,
+        in_use: usize,
+        nr_requests: u32,
+    ) -> Option<HeldBy> {
         let depth = Depth::of(request);
         let limit = self.depth_limit(depth, nr_requests);
         if in_use >= limit {
@@ -1585,23 +1616,28 @@ impl Bfq {
         let held = &mut self.holds.limit[depth as usize];
         *held = (*held).min(limit);
         self.holds.any = true;
-        Some(key.hold())
+        Some(HeldBy {
+            hold: queue_hold(key, depth),
+            own: key.own(),
+        })
     }
 
     /// [`Bfq::hold_waiter`] for queue `key` of cgroup `group` (not the root), over its share
     /// of `limit` requests of kind `depth`: held by the cgroup on its path whose share is
     /// reached, or by the queue. The cgroup's hold loosens when any of its queues frees a
-    /// request or leaves the race, and every hold when a weight sum on the path falls.
+    /// request or leaves the race, and when a weight sum falls in a tree above it on the
+    /// path (the queue's, in a tree on its path).
     fn hold_in_cgroup(
         &mut self,
         key: Qid,
         group: GroupId,
         depth: Depth,
         limit: usize,
-    ) -> Option<u64> {
-        let hold = match self.over_limit_at(key, limit as u64) {
-            Some(Over::Group(cgroup)) => group_hold(cgroup),
-            Some(Over::Queue) => key.hold(),
+    ) -> Option<HeldBy> {
+        let over = self.over_limit_at(key, limit as u64);
+        let hold = match over {
+            Some(Over::Group(cgroup)) => group_hold(cgroup, depth),
+            Some(Over::Queue) => queue_hold(key, depth),
             None => {
                 debug_assert!(false, "only a waiter turned away is held");
                 return None;
@@ -1614,18 +1650,36 @@ impl Bfq {
             trees[len] = cgroup;
             len += 1;
         }
-        for &cgroup in &trees[..len] {
+        // The trees whose sums the shares down to the holding level divide by: the root's and
+        // those of the cgroups above the one that holds it (`trees` runs from the queue's
+        // cgroup up, after the root), or every one on the path for the queue's own share.
+        let below = match over {
+            Some(Over::Group(cgroup)) => trees[1..len]
+                .iter()
+                .position(|&tree| tree == cgroup)
+                .map_or(1, |at| at + 2),
+            _ => 1,
+        };
+        let trees_above = std::iter::once(trees[0]).chain(trees[below..len].iter().copied());
+        for cgroup in trees_above {
             let Some(tree) = self.cgroups.existing(cgroup) else {
                 // Not in the layer: over_limit_at found no share there.
                 continue;
             };
-            let drops = classes.map(|class| self.fq.wsum_drops(tree, class).unwrap_or(0));
-            self.holds.drops.entry(tree).or_insert(drops);
+            let fq = &self.fq;
+            let entry = self.holds.drops.entry(tree).or_insert_with(|| TreeHolds {
+                drops: classes.map(|class| fq.wsum_drops(tree, class).unwrap_or(0)),
+                keys: HashSet::default(),
+            });
+            entry.keys.insert(hold);
         }
         let held = &mut self.holds.limit[depth as usize];
         *held = (*held).min(limit);
         self.holds.any = true;
-        Some(hold)
+        Some(HeldBy {
+            hold,
+            own: key.own(),
+        })
     }
 
     /// What a root queue of each class (RT, BE, IDLE) divides its share by
@@ -1691,15 +1745,25 @@ impl Bfq {
             let sums = self.root_sums();
             let classes = [IoPrioClass::Rt, IoPrioClass::Be, IoPrioClass::Idle];
             all = sums.iter().zip(&self.holds.sum).any(|(now, held)| now < held)
-                || self.holds.drops.iter().any(|(&tree, held)| {
-                    classes
-                        .iter()
-                        .zip(held)
-                        .any(|(&class, &held)| self.fq.wsum_drops(tree, class) != Ok(held))
-                })
                 || [Depth::Read, Depth::SyncWrite, Depth::Async]
                     .into_iter()
                     .any(|depth| self.depth_limit(depth, nr_requests) > self.holds.limit[depth as usize]);
+            if !all && !self.holds.drops.is_empty() {
+                // A tree whose weight sum fell loosens the holds below it.
+                let mut fallen = std::mem::take(&mut self.holds.fallen);
+                fallen.extend(self.holds.drops.iter().filter_map(|(&tree, holds)| {
+                    classes
+                        .iter()
+                        .zip(&holds.drops)
+                        .any(|(&class, &held)| self.fq.wsum_drops(tree, class) != Ok(held))
+                        .then_some(tree)
+                }));
+                for tree in fallen.drain(..) {
+                    let holds = self.holds.drops.remove(&tree).expect("listed");
+                    keys.extend(holds.keys);
+                }
+                self.holds.fallen = fallen;
+            }
         }
         let mut loosened = std::mem::take(&mut self.holds.loosened);
         for key in loosened.drain(..) {
@@ -1707,12 +1771,14 @@ impl Bfq {
                 queue.loosened = false;
             }
             if !all {
-                keys.push(key.hold());
+                keys.push(key.own());
             }
         }
         self.holds.loosened = loosened;
         if !all {
-            keys.extend(self.holds.groups.iter().map(|&group| group_hold(group)));
+            for &group in &self.holds.groups {
+                keys.extend(Depth::ALL.map(|depth| group_hold(group, depth)));
+            }
         }
         self.holds.groups.clear();
         self.holds.groups_marked.clear();
@@ -2005,7 +2071,12 @@ impl Policy for Bfq {
         self.limit_depth(request, in_use, nr_requests)
     }
 
-    fn allocation_hold(&mut self, request: &Request, in_use: usize, nr_requests: u32) -> Option<u64> {
+    fn allocation_hold(
+        &mut self,
+        request: &Request,
+        in_use: usize,
+        nr_requests: u32,
+    ) -> Option<HeldBy> {
         self.hold_waiter(request, in_use, nr_requests)
     }
 
