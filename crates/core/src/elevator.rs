@@ -725,11 +725,11 @@ pub struct Waiters {
     /// `heads` until then) and directions. Emptied holds stay for their memory, unless
     /// LANES_KEPT holds are listed (a bfq queue's hold is new each time the queue is).
     parked: FxHashMap<Hold, Parked>,
-    /// Each lane set aside under a policy's hold: that hold's key and the lane's own
-    /// ([`HeldBy`]).
-    held: FxHashMap<Lane, HeldBy>,
-    /// The lanes set aside under a policy's hold, by their own keys.
-    owned: FxHashMap<u64, Vec<(Head, u8)>>,
+    /// The lanes set aside under a policy's hold, by their own keys ([`HeldBy::own`]), with
+    /// that hold's key.
+    owned: OrdMap<(u64, Head, u8), u64>,
+    /// The lanes of an own key being given back (kept for its memory).
+    owned_scratch: Vec<(u64, Head, u8)>,
     /// Lanes given back one at a time for a loosened hold and not visited yet, with that
     /// hold's key ([`Waiters::probe`]).
     probes: FxHashMap<Lane, u64>,
@@ -753,11 +753,13 @@ pub struct Waiters {
 /// The lanes set aside under one hold.
 #[derive(Debug, Default)]
 struct Parked {
-    /// By head: arrival order.
-    lanes: OrdMap<(Head, u8), ()>,
+    /// By head (arrival order), with their own keys ([`HeldBy::own`]) if they have one.
+    lanes: OrdMap<(Head, u8), Option<u64>>,
     /// A policy's hold reported loosened that has not turned a waiter away since: its lanes
     /// may go in, and come back one at a time to be asked.
     loose: bool,
+    /// In [`Waiters::loose`].
+    listed: bool,
     /// The arrivals of its lanes given back and not visited yet.
     probes: Vec<u64>,
 }
@@ -1079,14 +1081,11 @@ impl Waiters {
             return false;
         }
         let parked = self.parked.entry(hold).or_default();
-        parked.lanes.insert((head, d as u8), ());
+        let own = held.and_then(|held| held.own);
+        parked.lanes.insert((head, d as u8), own);
         parked.loose = false;
-        if let Some(held) = held {
-            self.owned
-                .entry(held.own)
-                .or_default()
-                .push((head, d as u8));
-            self.held.insert((flow, d as u8), held);
+        if let (Some(own), Hold::Policy(key)) = (own, hold) {
+            self.owned.insert((own, head, d as u8), key);
         }
         self.parked_flows.entry(flow).or_insert([u64::MAX; 2])[d] = head.0;
         self.parked_len += 1;
@@ -1104,20 +1103,27 @@ impl Waiters {
         visited: &mut [Vec<Head>; 2],
         stuck_flows: &mut FxHashSet<FlowId>,
     ) {
-        if let Some(parked) = self.parked.get_mut(&hold) {
-            parked.lanes.remove(&(head, d));
+        let own = self
+            .parked
+            .get_mut(&hold)
+            .and_then(|parked| parked.lanes.remove(&(head, d)))
+            .flatten();
+        self.release((head, d), own, position, visited, stuck_flows);
+    }
+
+    /// [`Waiters::unpark`] for a lane already taken out of its hold's, with its own key.
+    fn release(
+        &mut self,
+        (head, d): (Head, u8),
+        own: Option<u64>,
+        position: Option<u64>,
+        visited: &mut [Vec<Head>; 2],
+        stuck_flows: &mut FxHashSet<FlowId>,
+    ) {
+        if let Some(own) = own {
+            self.owned.remove(&(own, head, d));
         }
         let flow = head.1;
-        if let Some(held) = self.held.remove(&(flow, d)) {
-            if let Some(lanes) = self.owned.get_mut(&held.own) {
-                if let Some(at) = lanes.iter().position(|&lane| lane == (head, d)) {
-                    lanes.swap_remove(at);
-                }
-                if lanes.is_empty() {
-                    self.owned.remove(&held.own);
-                }
-            }
-        }
         self.parked_len -= 1;
         let arrivals = self
             .parked_flows
@@ -1149,52 +1155,67 @@ impl Waiters {
         let Some(parked) = self.parked.get_mut(&hold) else {
             return;
         };
-        let lanes: Vec<(Head, u8)> = parked.lanes.keys().copied().collect();
-        for lane in lanes {
-            self.unpark(hold, lane, position, visited, stuck_flows);
+        let mut lanes = std::mem::take(&mut parked.lanes);
+        for (&lane, &own) in lanes.iter() {
+            self.release(lane, own, position, visited, stuck_flows);
         }
         if self.parked.len() > LANES_KEPT {
             self.parked.remove(&hold);
+        } else {
+            // Its memory, for the hold's next lanes.
+            lanes.clear();
+            self.parked.get_mut(&hold).expect("still listed").lanes = lanes;
         }
     }
 
     /// Gives back the first lane set aside under the policy's hold `key` that arrived after
     /// `after` (`None`: the first of all), to be asked in its turn, unless a lane given back
     /// for the hold and not visited yet comes before it (that one's visit goes on from
-    /// there).
-    fn probe(&mut self, key: u64, after: Option<u64>) {
-        let hold = Hold::Policy(key);
-        let Some(parked) = self.parked.get(&hold) else {
+    /// there); with `loosened`, the hold was just reported loosened. A loose hold with lanes
+    /// left is listed in [`Waiters::loose`], for the next pass to start again from its first.
+    fn probe(&mut self, key: u64, after: Option<u64>, loosened: bool) {
+        let Some(parked) = self.parked.get_mut(&Hold::Policy(key)) else {
             return;
         };
+        if parked.lanes.is_empty() {
+            return;
+        }
+        parked.loose |= loosened;
+        if !parked.loose {
+            return;
+        }
         let next = match after {
-            None => parked.lanes.first().map(|(lane, _)| *lane),
+            None => parked.lanes.first().map(|(&lane, &own)| (lane, own)),
             Some(at) => parked
                 .lanes
                 .range(((at + 1, FlowId(0)), 0)..)
                 .next()
-                .map(|(lane, _)| *lane),
+                .map(|(&lane, &own)| (lane, own)),
         };
-        let Some((head, d)) = next else {
-            return;
-        };
-        if parked
-            .probes
-            .iter()
-            .any(|&probe| after.is_none_or(|at| probe > at) && probe < head.0)
-        {
-            return;
+        let next = next.filter(|&((head, _), _)| {
+            parked
+                .probes
+                .iter()
+                .all(|&probe| after.is_some_and(|at| probe <= at) || probe > head.0)
+        });
+        if let Some(((head, d), _)) = next {
+            parked.lanes.remove(&(head, d));
+            // The hold's last lane has nothing after it to bring back.
+            if !parked.lanes.is_empty() {
+                parked.probes.push(head.0);
+                self.probes.insert((head.1, d), key);
+            }
         }
-        // Ahead of any pass position (it arrived after `after`): among the heads.
-        let mut none = [Vec::new(), Vec::new()];
-        let mut unused = FxHashSet::default();
-        self.unpark(hold, (head, d), None, &mut none, &mut unused);
-        self.parked
-            .get_mut(&hold)
-            .expect("just given back from it")
-            .probes
-            .push(head.0);
-        self.probes.insert((head.1, d), key);
+        if !parked.lanes.is_empty() && !parked.listed {
+            parked.listed = true;
+            self.loose.push(key);
+        }
+        if let Some((lane, own)) = next {
+            // Ahead of any pass position (it arrived after `after`): among the heads.
+            let mut none = [Vec::new(), Vec::new()];
+            let mut unused = FxHashSet::default();
+            self.release(lane, own, None, &mut none, &mut unused);
+        }
     }
 
     /// A pass visited lane `probe` gave back for its hold, arrived `at`: unless that hold
@@ -1203,13 +1224,10 @@ impl Waiters {
         let Some(key) = probe else {
             return;
         };
-        let Some(parked) = self.parked.get_mut(&Hold::Policy(key)) else {
-            return;
-        };
-        parked.probes.retain(|&probe| probe != at);
-        if parked.loose {
-            self.probe(key, Some(at));
+        if let Some(parked) = self.parked.get_mut(&Hold::Policy(key)) {
+            parked.probes.retain(|&probe| probe != at);
         }
+        self.probe(key, Some(at), false);
     }
 
     /// Brings back the lanes whose hold the policy reports loosened ([`Policy::loosened`]):
@@ -1235,45 +1253,51 @@ impl Waiters {
             }
             for parked in self.parked.values_mut() {
                 parked.loose = false;
+                parked.listed = false;
                 parked.probes.clear();
             }
             self.probes.clear();
             self.loose.clear();
         } else {
+            let mut owned = std::mem::take(&mut self.owned_scratch);
             for &key in &keys {
-                if let Some(lanes) = self.owned.remove(&key) {
-                    for lane in lanes {
-                        let hold = self.held[&(lane.0 .1, lane.1)].hold;
-                        self.unpark(Hold::Policy(hold), lane, position, visited, stuck_flows);
+                if !self.owned.is_empty() {
+                    let lanes =
+                        (key, (0, FlowId(0)), 0)..=(key, (u64::MAX, FlowId(u32::MAX)), u8::MAX);
+                    owned.extend(
+                        self.owned
+                            .range(lanes)
+                            .map(|(&(_, head, d), &hold)| (hold, head, d)),
+                    );
+                    for (hold, head, d) in owned.drain(..) {
+                        self.unpark(
+                            Hold::Policy(hold),
+                            (head, d),
+                            position,
+                            visited,
+                            stuck_flows,
+                        );
                     }
                 }
-                if let Some(parked) = self.parked.get_mut(&Hold::Policy(key)) {
-                    if !parked.lanes.is_empty() {
-                        if !parked.loose {
-                            parked.loose = true;
-                            self.loose.push(key);
-                        }
-                        self.probe(key, position);
-                    }
-                }
+                self.probe(key, position, true);
             }
+            self.owned_scratch = owned;
             for &group in &groups {
                 self.unpark_all(Hold::Group(group), position, visited, stuck_flows);
             }
         }
         if position.is_none() && !self.loose.is_empty() {
+            // A pass begins: each hold still loose gives back its first lane again.
             let mut loose = std::mem::take(&mut self.loose);
-            loose.sort_unstable();
-            loose.dedup();
-            loose.retain(|key| {
-                self.parked
-                    .get(&Hold::Policy(*key))
-                    .is_some_and(|parked| parked.loose && !parked.lanes.is_empty())
-            });
-            for &key in &loose {
-                self.probe(key, None);
+            for key in loose.drain(..) {
+                if let Some(parked) = self.parked.get_mut(&Hold::Policy(key)) {
+                    parked.listed = false;
+                }
+                self.probe(key, None, false);
             }
-            self.loose = loose;
+            // `probe` listed again those still loose.
+            std::mem::swap(&mut self.loose, &mut loose);
+            self.loose.append(&mut loose);
         }
         keys.clear();
         self.loosened = keys;
@@ -1291,19 +1315,20 @@ impl Waiters {
         let mut count = 0;
         for (hold, parked) in &self.parked {
             count += parked.lanes.len();
-            for &((arrival, flow), d) in parked.lanes.keys() {
+            for (&((arrival, flow), d), own) in parked.lanes.iter() {
                 let (first, waiter) = self.lanes[&(flow, d)]
                     .front()
                     .expect("a lane set aside has waiters");
                 assert_eq!(*first, arrival, "a lane set aside keeps its first waiter");
                 match hold {
                     Hold::Policy(key) => {
-                        let held = self.held[&(flow, d)];
-                        assert_eq!(held.hold, *key, "a lane set aside knows its hold");
-                        assert!(
-                            self.owned[&held.own].contains(&((arrival, flow), d)),
-                            "a lane set aside is listed by its own key"
-                        );
+                        if let &Some(own) = own {
+                            assert_eq!(
+                                self.owned.get(&(own, (arrival, flow), d)),
+                                Some(key),
+                                "a lane set aside is listed by its own key, with its hold"
+                            );
+                        }
                         assert!(
                             parked.loose || elevator.turns_away(waiter),
                             "a waiter set aside under {hold:?} would be let in: the policy did \
@@ -1318,9 +1343,15 @@ impl Waiters {
             }
         }
         assert_eq!(count, self.parked_len, "every lane set aside is counted");
+        let owned = self
+            .parked
+            .values()
+            .map(|parked| parked.lanes.values().filter(|own| own.is_some()).count())
+            .sum::<usize>();
         assert_eq!(
-            self.held.len(),
-            self.owned.values().map(Vec::len).sum::<usize>()
+            self.owned.len(),
+            owned,
+            "every lane with an own key is listed by it"
         );
     }
 }

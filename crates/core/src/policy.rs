@@ -33,9 +33,11 @@ pub struct HeldBy {
     /// The hold it shares with others: every waiter held by it is let in or turned away
     /// alike, until [`Policy::loosened`] reports this key or a waiter's own.
     pub hold: u64,
-    /// Its own key: reported loosened, it gives back every waiter of that key, whatever
-    /// holds them. Apart from every `hold` key.
-    pub own: u64,
+    /// Its own key, if the hold may turn it away when it lets in others of the hold: reported
+    /// loosened, it gives back every waiter of that key, whatever holds them. Apart from
+    /// every `hold` key. `None`: the hold is the waiter's alone to answer (it holds only
+    /// waiters that are let in or turned away alike in every case).
+    pub own: Option<u64>,
 }
 
 /// What a policy wants the engine to do next.

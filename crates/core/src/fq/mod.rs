@@ -427,6 +427,7 @@ impl FairQueue {
 
     /// The weight sum of `group`'s service tree for `class`: its active children's weights and
     /// those of its idle children still remembered (BFQ's `st->wsum`).
+    #[inline]
     pub fn wsum(&self, group: FqGroupId, class: IoPrioClass) -> Result<u64, FqError> {
         let slot = self.group_slot(group)?;
         let data = self.ents[slot as usize].group as usize;
@@ -435,6 +436,7 @@ impl FairQueue {
 
     /// How many times the weight sum of `group`'s service tree for `class` ([`FairQueue::wsum`])
     /// has fallen: while it reads the same, no share of that sum has grown.
+    #[inline]
     pub fn wsum_drops(&self, group: FqGroupId, class: IoPrioClass) -> Result<u64, FqError> {
         let slot = self.group_slot(group)?;
         let data = self.ents[slot as usize].group as usize;

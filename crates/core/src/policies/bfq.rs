@@ -607,6 +607,11 @@ struct Queue {
     loosened: bool,
     /// Its place in [`Bfq::with_queued`] while it has requests queued.
     with_queued_at: usize,
+    /// The kinds ([`Depth`], a bit each) of its waiters it has held itself since its last
+    /// report ([`queue_hold`]), and whether a cgroup held one of them ([`group_hold`]): what
+    /// [`Bfq::take_loosened`] reports when it is marked.
+    held_kinds: u8,
+    held_by_cgroup: bool,
 }
 
 /// `BFQQ_SEEKY` (block/bfq-iosched.h, Linux 4.16 on): more than 19 of the last 32 requests
@@ -1420,6 +1425,8 @@ impl Bfq {
             in_large_burst: false,
             loosened: false,
             with_queued_at: 0,
+            held_kinds: 0,
+            held_by_cgroup: false,
         });
         let index = leaf.index() as usize;
         if self.by_leaf.len() <= index {
@@ -1616,9 +1623,10 @@ impl Bfq {
         let held = &mut self.holds.limit[depth as usize];
         *held = (*held).min(limit);
         self.holds.any = true;
+        self.queues.get_mut(&key).expect("found").held_kinds |= 1 << depth as u8;
         Some(HeldBy {
             hold: queue_hold(key, depth),
-            own: key.own(),
+            own: None,
         })
     }
 
@@ -1676,10 +1684,18 @@ impl Bfq {
         let held = &mut self.holds.limit[depth as usize];
         *held = (*held).min(limit);
         self.holds.any = true;
-        Some(HeldBy {
-            hold,
-            own: key.own(),
-        })
+        let queue = self.queues.get_mut(&key).expect("found");
+        let own = match over {
+            Some(Over::Group(_)) => {
+                queue.held_by_cgroup = true;
+                Some(key.own())
+            }
+            _ => {
+                queue.held_kinds |= 1 << depth as u8;
+                None
+            }
+        };
+        Some(HeldBy { hold, own })
     }
 
     /// What a root queue of each class (RT, BE, IDLE) divides its share by
@@ -1767,11 +1783,23 @@ impl Bfq {
         }
         let mut loosened = std::mem::take(&mut self.holds.loosened);
         for key in loosened.drain(..) {
-            if let Some(queue) = self.queues.get_mut(&key) {
-                queue.loosened = false;
-            }
+            let Some(queue) = self.queues.get_mut(&key) else {
+                continue;
+            };
+            queue.loosened = false;
+            let kinds = std::mem::take(&mut queue.held_kinds);
+            let by_cgroup = std::mem::take(&mut queue.held_by_cgroup);
             if !all {
-                keys.push(key.own());
+                // The queue's own holds, and the waiters cgroups hold that its leaving the
+                // race would let in.
+                for depth in Depth::ALL {
+                    if kinds & 1 << depth as u8 != 0 {
+                        keys.push(queue_hold(key, depth));
+                    }
+                }
+                if by_cgroup {
+                    keys.push(key.own());
+                }
             }
         }
         self.holds.loosened = loosened;
