@@ -1842,11 +1842,18 @@ impl Bfq {
         // The cgroups from the one below the root down to the queue's (none for a queue of
         // the root, asked without building anything: a collect of nothing was a tenth of this
         // check, which bfq's waiters ask 27 times per request with 1024 deep jobs).
-        let mut path = Vec::new();
+        let mut chain = [GroupId::ROOT; crate::limits::GROUP_DEPTH_MAX + 1];
+        let mut len = 0;
         if queue.group != GroupId::ROOT {
-            path.extend(cgroup_chain(&self.cgroups, queue.group));
-            path.reverse();
+            for cgroup in cgroup_chain(&self.cgroups, queue.group) {
+                chain[len] = cgroup;
+                len += 1;
+            }
+            chain[..len].reverse();
         }
+        // On the stack: with cgroups, this check runs for every waiter asked, and a vector
+        // here was an allocation each time.
+        let path = &chain[..len];
         let allocated = |queue: &Queue| (queue.queued() + queue.in_flight) as u64;
         let class = self.fq.class(queue.leaf).unwrap_or(IoPrioClass::Be);
         let mut limit = limit;
