@@ -31,6 +31,12 @@ pub struct BenchArgs {
     /// and 1024 keep 1024.
     #[arg(long)]
     pub in_flight: Option<u32>,
+    /// Spreads the jobs over this many cgroups (`/bench0`, `/bench1`, ...; fio's `cgroup=`),
+    /// as evenly as they go, each at the default weight unless `--group` sets one
+    /// (`--group /bench1:io.weight=200`): a table then compares jobs per cgroup. Every cgroup
+    /// needs a job, so no more cgroups than the fewest jobs.
+    #[arg(long)]
+    pub cgroups: Option<u32>,
     /// Timed repetitions; the best is reported, as the others measure the machine's noise.
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
@@ -43,17 +49,30 @@ pub struct BenchArgs {
 }
 
 /// The benchmark's job file: `jobs` random readers, each `requests` 4 KiB reads, synchronous
-/// at `iodepth` 1, else asynchronous (libaio) at that depth.
-pub fn job_text(jobs: u32, requests: u64, iodepth: u32) -> String {
+/// at `iodepth` 1, else asynchronous (libaio) at that depth; in `cgroups` cgroups
+/// (`/bench0`...), the first `jobs % cgroups` of them with one job more, or none.
+pub fn job_text(jobs: u32, requests: u64, iodepth: u32, cgroups: Option<u32>) -> String {
     let engine = if iodepth > 1 {
         format!("ioengine=libaio\niodepth={iodepth}")
     } else {
         "ioengine=psync".to_string()
     };
-    format!(
-        "[global]\nfilename=/dev/sda\nrw=randread\nbs=4k\ndirect=1\n{engine}\nio_size={}\n\n[reader]\nnumjobs={jobs}\n",
+    let mut text = format!(
+        "[global]\nfilename=/dev/sda\nrw=randread\nbs=4k\ndirect=1\n{engine}\nio_size={}\n",
         requests * 4096
-    )
+    );
+    match cgroups {
+        None => text.push_str(&format!("\n[reader]\nnumjobs={jobs}\n")),
+        Some(cgroups) => {
+            for group in 0..cgroups {
+                let numjobs = jobs / cgroups + u32::from(group < jobs % cgroups);
+                text.push_str(&format!(
+                    "\n[reader{group}]\ncgroup=bench{group}\nnumjobs={numjobs}\n"
+                ));
+            }
+        }
+    }
+    text
 }
 
 /// Each job's iodepth with `jobs` jobs: its share of `--in-flight`, at least 1; 1 without it.
@@ -76,6 +95,20 @@ fn requests_per_job(args: &BenchArgs, jobs: u32) -> u64 {
 fn check(args: &BenchArgs) -> Result<()> {
     if args.in_flight == Some(0) {
         bail!("--in-flight: the I/Os in flight must be 1 or more");
+    }
+    if let Some(cgroups) = args.cgroups {
+        if cgroups == 0 {
+            bail!("--cgroups: the number of cgroups must be 1 or more");
+        }
+        if cgroups as usize > limits::GROUPS_MAX {
+            bail!(
+                "--cgroups: {cgroups} cgroups is more than iosched's limit, {}",
+                limits::GROUPS_MAX
+            );
+        }
+        if let Some(&jobs) = args.jobs.iter().find(|&&jobs| jobs < cgroups) {
+            bail!("--cgroups: {cgroups} cgroups need a job each, and --jobs has {jobs}");
+        }
     }
     for &jobs in &args.jobs {
         if jobs == 0 {
@@ -118,7 +151,7 @@ fn check(args: &BenchArgs) -> Result<()> {
 fn measure(args: &BenchArgs, policy: &str, jobs: u32, verbose: bool) -> Result<f64> {
     let per_job = requests_per_job(args, jobs);
     let depth = iodepth(args, jobs);
-    let text = job_text(jobs, per_job, depth);
+    let text = job_text(jobs, per_job, depth, args.cgroups);
     let file = parse::parse_str(&text, "bench.fio", Path::new("."), &|_| None)
         .map_err(anyhow::Error::msg)?;
     let mut config = args.setup.config(policy)?;
@@ -130,8 +163,11 @@ fn measure(args: &BenchArgs, policy: &str, jobs: u32, verbose: bool) -> Result<f
         } else {
             "synchronous 4 KiB random readers".to_string()
         };
+        let cgroups = args
+            .cgroups
+            .map_or(String::new(), |cgroups| format!(" in {cgroups} cgroups"));
         println!(
-            "iosched bench: seed {}, policy {}, device {}, {jobs} {readers} x {per_job} requests",
+            "iosched bench: seed {}, policy {}, device {}, {jobs} {readers}{cgroups} x {per_job} requests",
             config.seed, config.policy, config.device
         );
     }
@@ -193,6 +229,10 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
         ),
         None => "synchronous 4 KiB random readers".to_string(),
     };
+    let readers = match args.cgroups {
+        Some(cgroups) => format!("{readers}, the jobs spread over {cgroups} cgroups"),
+        None => readers,
+    };
     println!(
         "iosched bench: simulated requests per wall second (one core, best of {}), {readers}{}",
         args.repeat.max(1),
@@ -227,4 +267,41 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
         println!("{line}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves --cgroups' job file: the jobs spread over the cgroups as evenly as they go (the
+    // first ones one more), each cgroup its own path, every job and request kept.
+    #[test]
+    fn jobs_spread_over_the_cgroups() {
+        let text = job_text(10, 5, 4, Some(4));
+        let file = parse::parse_str(&text, "bench.fio", Path::new("."), &|_| None).unwrap();
+        let mut per_group = std::collections::BTreeMap::new();
+        for job in &file.jobs {
+            *per_group.entry(job.cgroup.clone()).or_insert(0) += 1;
+            assert_eq!(job.iodepth, 4);
+        }
+        let expected: std::collections::BTreeMap<String, u32> = [
+            ("/bench0", 3),
+            ("/bench1", 3),
+            ("/bench2", 2),
+            ("/bench3", 2),
+        ]
+        .into_iter()
+        .map(|(group, jobs)| (group.to_string(), jobs))
+        .collect();
+        assert_eq!(per_group, expected);
+        let flat = parse::parse_str(
+            &job_text(10, 5, 1, None),
+            "bench.fio",
+            Path::new("."),
+            &|_| None,
+        )
+        .unwrap();
+        assert_eq!(flat.jobs.len(), 10);
+        assert!(flat.jobs.iter().all(|job| job.cgroup == "/"));
+    }
 }

@@ -723,6 +723,47 @@ fn bench_in_flight_shares_the_depth_among_the_jobs() {
     assert!(stderr(&refused).contains("--in-flight: the I/Os in flight must be 1 or more"));
 }
 
+// Proves `iosched bench --cgroups` spreads the jobs over cgroups and says so, in the run's line
+// and in a table's header, with a weight set for one of them through --group.
+#[test]
+fn bench_spreads_the_jobs_over_cgroups() {
+    let run = |jobs: &str| {
+        let output = iosched(&[
+            "bench",
+            "--policy",
+            "bfq",
+            "--jobs",
+            jobs,
+            "--in-flight",
+            "16",
+            "--cgroups",
+            "2",
+            "--group",
+            "/bench1:io.weight=300",
+            "--requests",
+            "2000",
+            "--repeat",
+            "1",
+        ]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let one = run("4");
+    assert!(
+        one.contains("4 4 KiB random readers at iodepth 4 (libaio) in 2 cgroups x 500 requests"),
+        "{one}"
+    );
+    let table = run("2,8");
+    assert!(
+        table
+            .lines()
+            .next()
+            .unwrap()
+            .contains("the jobs spread over 2 cgroups"),
+        "{table}"
+    );
+}
+
 // Regression: `iosched bench --requests-per-job 4503599627370497` wrapped the job's size to
 // 4 KiB and ran one request per job; a huge --requests or --in-flight was refused as a line of
 // a job file the user never wrote. Each is now refused before any run, naming the option.
@@ -744,6 +785,14 @@ fn bench_refuses_numbers_past_the_limits_naming_the_option() {
         (
             &["--jobs", "4,5000"][..],
             "--jobs: 5000 jobs is more than iosched's limit, 4096",
+        ),
+        (
+            &["--cgroups", "0"][..],
+            "--cgroups: the number of cgroups must be 1 or more",
+        ),
+        (
+            &["--jobs", "64,4", "--cgroups", "8"][..],
+            "--cgroups: 8 cgroups need a job each, and --jobs has 4",
         ),
     ] {
         let output = iosched(&[&["bench"][..], args].concat());
