@@ -398,9 +398,15 @@ impl Default for Holds {
 struct TreeHolds {
     /// The tree's weight-sum drops per class when the first of them was held.
     drops: [u64; 3],
-    /// Their keys ([`HeldBy::hold`]).
+    /// Their keys ([`HeldBy::hold`]), at most [`TREE_HOLDS_MAX`]; past that, a fall there
+    /// loosens every hold (`full`), so that a tree whose sum never falls does not keep the
+    /// key of every queue ever held below it.
     keys: HashSet<u64>,
+    full: bool,
 }
+
+/// Most hold keys a tree keeps ([`TreeHolds`]).
+const TREE_HOLDS_MAX: usize = 4096;
 
 impl Holds {
     /// Every hold loosened: none is left (the marks' memory is kept).
@@ -1678,8 +1684,13 @@ impl Bfq {
             let entry = self.holds.drops.entry(tree).or_insert_with(|| TreeHolds {
                 drops: classes.map(|class| fq.wsum_drops(tree, class).unwrap_or(0)),
                 keys: HashSet::default(),
+                full: false,
             });
-            entry.keys.insert(hold);
+            if entry.keys.len() < TREE_HOLDS_MAX {
+                entry.keys.insert(hold);
+            } else if !entry.keys.contains(&hold) {
+                entry.full = true;
+            }
         }
         let held = &mut self.holds.limit[depth as usize];
         *held = (*held).min(limit);
@@ -1776,6 +1787,7 @@ impl Bfq {
                 }));
                 for tree in fallen.drain(..) {
                     let holds = self.holds.drops.remove(&tree).expect("listed");
+                    all |= holds.full;
                     keys.extend(holds.keys);
                 }
                 self.holds.fallen = fallen;
