@@ -88,6 +88,14 @@ fn requests_per_job(args: &BenchArgs, jobs: u32) -> u64 {
     }
 }
 
+/// Refuses `count` `what` given to `option` past iosched's `limit`, naming the option.
+fn within_limit(option: &str, count: u32, what: &str, limit: usize) -> Result<()> {
+    if count as usize > limit {
+        bail!("{option}: {count} {what} is more than iosched's limit, {limit}");
+    }
+    Ok(())
+}
+
 /// Refuses, before any run, what the benchmark's job file could not hold, naming the option:
 /// a job count of 0 or past the limit on jobs, no I/O in flight, a job's share of
 /// `--in-flight` past the limit on iodepth, or a job's requests past the limit on sizes (4 KiB
@@ -100,12 +108,7 @@ fn check(args: &BenchArgs) -> Result<()> {
         if cgroups == 0 {
             bail!("--cgroups: the number of cgroups must be 1 or more");
         }
-        if cgroups as usize > limits::GROUPS_MAX {
-            bail!(
-                "--cgroups: {cgroups} cgroups is more than iosched's limit, {}",
-                limits::GROUPS_MAX
-            );
-        }
+        within_limit("--cgroups", cgroups, "cgroups", limits::GROUPS_MAX)?;
         if let Some(&jobs) = args.jobs.iter().find(|&&jobs| jobs < cgroups) {
             bail!("--cgroups: {cgroups} cgroups need a job each, and --jobs has {jobs}");
         }
@@ -114,12 +117,7 @@ fn check(args: &BenchArgs) -> Result<()> {
         if jobs == 0 {
             bail!("--jobs: a number of jobs must be 1 or more");
         }
-        if jobs as usize > limits::JOBS_MAX {
-            bail!(
-                "--jobs: {jobs} jobs is more than iosched's limit, {}",
-                limits::JOBS_MAX
-            );
-        }
+        within_limit("--jobs", jobs, "jobs", limits::JOBS_MAX)?;
         let depth = iodepth(args, jobs);
         if depth > limits::IODEPTH_MAX {
             bail!(

@@ -26,6 +26,21 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// `iosched bench` with `args` and one timed round of 2000 requests in all: its standard
+/// output, the run having succeeded.
+fn bench_output(args: &[&str]) -> String {
+    let output = iosched(
+        &[
+            &["bench"][..],
+            args,
+            &["--requests", "2000", "--repeat", "1"],
+        ]
+        .concat(),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 const SMALL_JOB: &str = "[global]\ndirect=1\nsize=64m\nruntime=2\ntime_based=1\n\n[r]\nrw=randread\n\n[w]\nrw=write\nbs=64k\nioengine=libaio\niodepth=4\n";
 
 /// Runs a job file that should be refused and returns its error text, checking the exit code
@@ -678,23 +693,7 @@ fn bench_prints_a_table_of_policies_by_jobs() {
 // number of I/Os in flight; the run says which; zero is refused.
 #[test]
 fn bench_in_flight_shares_the_depth_among_the_jobs() {
-    let run = |jobs: &str| {
-        let output = iosched(&[
-            "bench",
-            "--policy",
-            "noop",
-            "--jobs",
-            jobs,
-            "--in-flight",
-            "8",
-            "--requests",
-            "2000",
-            "--repeat",
-            "1",
-        ]);
-        assert!(output.status.success(), "{}", stderr(&output));
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
+    let run = |jobs: &str| bench_output(&["--policy", "noop", "--jobs", jobs, "--in-flight", "8"]);
     let one = run("1");
     assert!(
         one.contains("1 4 KiB random readers at iodepth 8 (libaio) x 2000 requests"),
@@ -728,8 +727,7 @@ fn bench_in_flight_shares_the_depth_among_the_jobs() {
 #[test]
 fn bench_spreads_the_jobs_over_cgroups() {
     let run = |jobs: &str| {
-        let output = iosched(&[
-            "bench",
+        bench_output(&[
             "--policy",
             "bfq",
             "--jobs",
@@ -740,13 +738,7 @@ fn bench_spreads_the_jobs_over_cgroups() {
             "2",
             "--group",
             "/bench1:io.weight=300",
-            "--requests",
-            "2000",
-            "--repeat",
-            "1",
-        ]);
-        assert!(output.status.success(), "{}", stderr(&output));
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        ])
     };
     let one = run("4");
     assert!(

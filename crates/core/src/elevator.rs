@@ -1346,15 +1346,22 @@ impl Waiters {
         let mut groups = std::mem::take(&mut self.freed_groups);
         let all = elevator.loosened(&mut keys, &mut groups);
         if all {
-            let holds: Vec<Hold> = self.parked.keys().copied().collect();
-            for hold in holds {
-                self.unpark_all(hold, position, visited, stuck_flows);
+            // Every hold's lanes, the map taken out meanwhile (giving a lane back does not
+            // touch it) rather than its keys copied out at each such report.
+            let mut parked = std::mem::take(&mut self.parked);
+            for hold in parked.values_mut() {
+                for &(lane, own) in hold.lanes.iter() {
+                    self.release(lane, own, position, visited, stuck_flows);
+                }
+                hold.lanes.clear();
+                hold.loose = false;
+                hold.listed = false;
+                hold.probes.clear();
             }
-            for parked in self.parked.values_mut() {
-                parked.loose = false;
-                parked.listed = false;
-                parked.probes.clear();
+            if parked.len() > LANES_KEPT {
+                parked.clear();
             }
+            self.parked = parked;
             self.probes.clear();
             self.loose.clear();
         } else {

@@ -609,7 +609,7 @@ fn write_value(out: &mut String, value: &Value, level: usize) {
 }
 
 #[cfg(test)]
-mod ctime_tests {
+mod writer_tests {
     use super::*;
 
     proptest::proptest! {
@@ -638,6 +638,11 @@ mod ctime_tests {
             assert_eq!(out, text);
         }
     }
+}
+
+#[cfg(test)]
+mod ctime_tests {
+    use super::*;
 
     // Proves the ctime text against known dates (date -u -d @N '+%a %b %e %H:%M:%S %Y').
     #[test]
