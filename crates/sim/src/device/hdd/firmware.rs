@@ -468,9 +468,9 @@ impl Hdd {
                     }
                 }
             };
-            let distance = entry.cylinder.abs_diff(cylinder);
-            if best.is_some_and(|(_, _, effective)| self.seek.time_ns(distance) - credit > effective)
-            {
+            // The seek bounds the walk, and is part of the command's positioning.
+            let seek = self.seek.time_ns(entry.cylinder.abs_diff(cylinder));
+            if best.is_some_and(|(_, _, effective)| seek - credit > effective) {
                 // This side is done.
                 if upward {
                     above = list.len();
@@ -488,7 +488,7 @@ impl Hdd {
             if queued.ready_at > now {
                 continue;
             }
-            let positioning = self.ordering_ns(under, queued);
+            let positioning = self.ordering_after_seek(under, queued, seek);
             // As [`Selection::plain_best`] and [`Chooser::offer`] compute it.
             let age = now.saturating_sub(queued.accepted);
             let effective = selection.aged_ns(positioning, age);
@@ -507,13 +507,22 @@ impl Hdd {
     /// What the firmware orders `queued` by (`ncq_order`) with `under` under the heads now, ns.
     #[inline(always)]
     pub(super) fn ordering_ns(&self, under: f64, queued: &Queued) -> f64 {
+        let seek = self
+            .seek
+            .time_ns(self.head.cylinder.abs_diff(queued.target.cylinder));
+        self.ordering_after_seek(under, queued, seek)
+    }
+
+    /// [`Hdd::ordering_ns`] with `seek`, the seek curve's time from the head to `queued`,
+    /// computed already.
+    #[inline(always)]
+    pub(super) fn ordering_after_seek(&self, under: f64, queued: &Queued, seek: f64) -> f64 {
+        let (head, target, write) = (self.head, &queued.target, queued.write);
         match self.config.ncq_order {
-            NcqOrder::Sptf => {
-                self.positioning_from_angle(under, self.head, &queued.target, queued.write)
-            }
+            NcqOrder::Sptf => self.positioning_after_seek(under, head, target, write, seek),
             // The seek alone (and a write's settle): where the sector is on the track is left
             // to chance.
-            NcqOrder::Sstf => self.seek_ns(self.head, &queued.target, queued.write),
+            NcqOrder::Sstf => self.settled(self.move_after_seek(head, target, seek), write),
         }
     }
 

@@ -55,18 +55,24 @@ impl Hdd {
     /// Time to move the heads from `from` onto the track of `to`, ns.
     #[inline]
     pub(super) fn move_ns(&self, from: HeadPosition, to: &Location) -> f64 {
-        let distance = from.cylinder.abs_diff(to.cylinder);
+        let seek = self.seek.time_ns(from.cylinder.abs_diff(to.cylinder));
+        self.move_after_seek(from, to, seek)
+    }
+
+    /// [`Hdd::move_ns`] with `seek`, the seek curve's time over the distance from `from` to
+    /// `to`, computed already (selection bounds its walk by it before it weighs a command).
+    #[inline]
+    pub(super) fn move_after_seek(&self, from: HeadPosition, to: &Location, seek: f64) -> f64 {
         let switch = if from.head == to.head {
             0.0
         } else {
             self.head_switch_ns
         };
-        if distance == 0 {
+        if from.cylinder == to.cylinder {
             return switch;
         }
         // Neither is NaN, so a comparison gives `max` without its NaN handling (six more
         // instructions, in the loop over every queued command).
-        let seek = self.seek.time_ns(distance);
         if seek >= switch {
             seek
         } else {
@@ -74,10 +80,9 @@ impl Hdd {
         }
     }
 
-    /// Moving the heads from `from` onto the track of `to`, with a write's settle, ns.
+    /// `moving` (ns) with a write's settle, if the heads move.
     #[inline]
-    pub(super) fn seek_ns(&self, from: HeadPosition, to: &Location, write: bool) -> f64 {
-        let moving = self.move_ns(from, to);
+    pub(super) fn settled(&self, moving: f64, write: bool) -> f64 {
         if write && moving > 0.0 {
             moving + self.write_settle_ns
         } else {
@@ -107,7 +112,22 @@ impl Hdd {
         to: &Location,
         write: bool,
     ) -> f64 {
-        let moving = self.seek_ns(from, to, write);
+        let seek = self.seek.time_ns(from.cylinder.abs_diff(to.cylinder));
+        self.positioning_after_seek(under, from, to, write, seek)
+    }
+
+    /// [`Hdd::positioning_from_angle`] with `seek` computed already, as for
+    /// [`Hdd::move_after_seek`].
+    #[inline]
+    pub(super) fn positioning_after_seek(
+        &self,
+        under: f64,
+        from: HeadPosition,
+        to: &Location,
+        write: bool,
+        seek: f64,
+    ) -> f64 {
+        let moving = self.settled(self.move_after_seek(from, to, seek), write);
         let arrival_angle = fraction(under + moving * self.revolutions_per_ns);
         moving + self.wait_for(arrival_angle, to.angle)
     }
