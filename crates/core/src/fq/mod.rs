@@ -132,6 +132,19 @@
 //! remembers it with `F = V + service / weight`. Either way what it consumed counts the next
 //! time it comes back.
 //!
+//! # Service out of turn
+//!
+//! BFQ may dispatch a request of a busy queue that is not in service (I/O injection, while the
+//! queue in service idles). `bfq_bfqq_served` then advances the virtual time of every tree on
+//! the injected queue's path, and adds the service to each entity's `entity->service`, but
+//! moves no timestamps. That service reaches an entity's tags only if the entity leaves the
+//! race first (`__bfq_deactivate_entity` computes its finish from `entity->service`), or, for
+//! a group in service, when it is requeued at the end of its turn (`__bfq_requeue_entity`);
+//! otherwise it is forgotten when the entity is next put in service (`bfq_get_next_queue` sets
+//! `entity->service = 0`). [`FairQueue::serve_aside`] and [`FairQueue::begin_turn`] are these
+//! two steps: an entity keeps the service it received aside, a deactivation moves its start by
+//! it before `F = S`, a charge adds it to the charged service, and a new turn forgets it.
+//!
 //! Two deliberate differences from BFQ: an entity deactivated without ever being served keeps
 //! `F = S` rather than the `S + budget / weight` BFQ leaves it with, so it is not charged for
 //! a budget it never had; and a new weight or class applies at once (BFQ defers it to the next
@@ -151,6 +164,8 @@
 //! | the eligible heap's top | `bfq_first_active_entity` |
 //! | `V` jump to the smallest start | `bfq_calc_vtime_jump`, `bfq_update_vtime` |
 //! | [`FairQueue::charge`] | `bfq_bfqq_served` (`V += s / wsum` per level) and the start update of `__bfq_requeue_entity` |
+//! | [`FairQueue::serve_aside`] | `bfq_bfqq_served` for a queue not in service: `entity->service` grows, no timestamp moves |
+//! | [`FairQueue::begin_turn`] | `bfq_get_next_queue`'s `entity->service = 0` at each level |
 //! | [`FairQueue::expire`] | `__bfq_bfqq_expire`: the charge, then `bfq_requeue_bfqq` or `bfq_del_bfqq_busy` |
 //! | the idle heap, forgetting | `bfq_idle_insert`, `bfq_idle_extract`, `bfq_forget_idle`, `bfq_forget_entity` |
 //! | IDLE after the timeout | the `bfq_class_idle_last_service` test in `bfq_lookup_next_entity` |
@@ -299,6 +314,8 @@ pub struct Tags {
     pub finish: u128,
     /// The service expected at the entity's next turn.
     pub budget: u64,
+    /// Service received out of turn and not yet on its tags ([`FairQueue::serve_aside`]).
+    pub aside: u64,
     /// Active, idle or inactive.
     pub state: State,
 }
@@ -365,6 +382,7 @@ impl FairQueue {
                 finish: 0,
                 span: 0,
                 budget: 0,
+                aside: 0,
                 weight: DEFAULT_WEIGHT,
                 per_weight: StrengthReducedU64::new(DEFAULT_WEIGHT as u64),
                 parent: NONE,
@@ -417,6 +435,7 @@ impl FairQueue {
             start: entity.start,
             finish: entity.finish,
             budget: entity.budget,
+            aside: entity.aside,
             state: match entity.place {
                 Place::Inactive => State::Inactive,
                 Place::Eligible | Place::Pending | Place::Listed => State::Active,
@@ -514,7 +533,8 @@ impl FairQueue {
 
     /// `leaf` received `service` (in the policy's unit): its start moves by
     /// `service / weight`, and so does each ancestor's in its own parent's tree, whose virtual
-    /// time grows by `service / wsum`. Active entities keep their budget; an idle or forgotten
+    /// time grows by `service / wsum`; an active entity's start also moves by the service it
+    /// received aside ([`FairQueue::serve_aside`]), which is then on its tags. Active entities keep their budget; an idle or forgotten
     /// one has the service added to its remembered finish (see the module documentation).
     pub fn charge(&mut self, leaf: LeafId, service: u64) -> Result<(), FqError> {
         let slot = self.leaf_slot(leaf)?;
@@ -544,7 +564,7 @@ impl FairQueue {
         let ents = &mut self.ents[..];
         let pos = &mut self.pos[..];
         let entity = &mut ents[slot as usize];
-        entity.start = sat(entity.start + delta(service, entity.per_weight));
+        entity.start = sat(entity.start + delta(entity.take_aside(service), entity.per_weight));
         tree.advance(service);
         match next {
             Some(budget) => {
@@ -582,6 +602,69 @@ impl FairQueue {
         Ok(())
     }
 
+    /// `leaf`, active and not in service, received `service` out of its turn (BFQ injects a
+    /// request of a busy queue into the drive while the queue in service idles): each tree on
+    /// its path advances its virtual time by `service / wsum`, as a charge does
+    /// (`bfq_bfqq_served`), but no entity's tags move. Each entity on the path keeps the
+    /// service as received aside (BFQ's `entity->service` of an entity not in service):
+    /// [`FairQueue::begin_turn`] forgets it when the entity is next put in service, and it
+    /// moves the entity's start when the entity leaves the race (`__bfq_deactivate_entity`'s
+    /// `bfq_calc_finish(entity, entity->service)`) or is charged (the requeue of an entity in
+    /// service, `__bfq_requeue_entity`: a group in service is charged at the end of its leaf's
+    /// turn for what its other children received meanwhile). A leaf that is not active is
+    /// charged, as [`FairQueue::charge`].
+    pub fn serve_aside(&mut self, leaf: LeafId, service: u64) -> Result<(), FqError> {
+        let mut slot = self.leaf_slot(leaf)?;
+        if !self.ents[slot as usize].place.active() {
+            self.charge_from(slot, service);
+            return Ok(());
+        }
+        let first_group = self.ents[slot as usize].parent;
+        let ents = &mut self.ents[..];
+        let pos = &mut self.pos[..];
+        loop {
+            let entity = &mut ents[slot as usize];
+            debug_assert!(
+                entity.place.active(),
+                "an active leaf's ancestors are active"
+            );
+            entity.aside = entity.aside.saturating_add(service);
+            let (parent, class) = (entity.parent, entity.class as usize);
+            let tree = &mut self.groups[ents[parent as usize].group as usize].trees[class];
+            tree.advance(service);
+            tree.settle(ents, pos);
+            if parent == ROOT_SLOT {
+                break;
+            }
+            slot = parent;
+        }
+        // Every tree on the path advanced, so each group on it may serve another child next,
+        // with another budget: each is looked at, from the bottom up.
+        let mut group = first_group;
+        while group != ROOT_SLOT {
+            let entity = &self.ents[group as usize];
+            let next = self.groups[entity.group as usize].next_budget(&self.ents);
+            if let Some(budget) = next.filter(|&budget| budget != entity.budget) {
+                self.enter(group, budget);
+            }
+            group = self.ents[group as usize].parent;
+        }
+        Ok(())
+    }
+
+    /// `leaf` is put in service (BFQ's `bfq_get_next_queue`, which sets `entity->service = 0`
+    /// at each level): the service it and its ancestors received aside
+    /// ([`FairQueue::serve_aside`]) is forgotten, and its tags stay as they are.
+    pub fn begin_turn(&mut self, leaf: LeafId) -> Result<(), FqError> {
+        let mut slot = self.leaf_slot(leaf)?;
+        while slot != ROOT_SLOT {
+            let entity = &mut self.ents[slot as usize];
+            entity.aside = 0;
+            slot = entity.parent;
+        }
+        Ok(())
+    }
+
     /// Charges `service` to the entity in `slot` and its ancestors (see [`FairQueue::charge`]).
     fn charge_from(&mut self, mut slot: u32, service: u64) {
         let ents = &mut self.ents[..];
@@ -599,9 +682,9 @@ impl FairQueue {
             let tree = &mut self.groups[ents[parent as usize].group as usize].trees
                 [ents[slot as usize].class as usize];
             let entity = &mut ents[slot as usize];
-            let d = delta(service, per_weight);
             match entity.place {
                 Place::Eligible | Place::Pending | Place::Listed => {
+                    let d = delta(entity.take_aside(service), per_weight);
                     entity.start = sat(entity.start + d);
                     if let Some(budget) = next_budget {
                         entity.set_budget(budget);
@@ -616,11 +699,13 @@ impl FairQueue {
                     continue;
                 }
                 Place::Idle => {
+                    let d = delta(service, per_weight);
                     entity.finish = sat(entity.finish + d);
                     tree.idle
                         .set_key(pos[slot as usize], key(entity.finish, slot), pos);
                 }
                 Place::Inactive => {
+                    let d = delta(service, per_weight);
                     entity.finish = sat(tree.vtime + d);
                     entity.place = Place::Idle;
                     tree.add_weight(weight);

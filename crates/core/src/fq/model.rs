@@ -29,6 +29,8 @@ pub struct MEntity {
     pub start: u128,
     pub finish: u128,
     pub budget: u64,
+    /// Service received out of turn, not yet on the tags.
+    pub aside: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -77,6 +79,7 @@ impl Model {
                 start: 0,
                 finish: 0,
                 budget: 0,
+                aside: 0,
             },
         );
         if !leaf {
@@ -195,6 +198,8 @@ impl Model {
     fn leave(&mut self, slot: u32) {
         let vtime = self.tree_of(slot).vtime;
         let e = self.ents.get_mut(&slot).unwrap();
+        e.start += delta(e.aside, e.weight);
+        e.aside = 0;
         e.finish = e.start;
         if e.finish > vtime {
             e.state = MState::Idle;
@@ -301,7 +306,8 @@ impl Model {
             let e = self.ents.get_mut(&slot).unwrap();
             match state {
                 MState::Active => {
-                    e.start += delta(service, weight);
+                    e.start += delta(service.saturating_add(e.aside), weight);
+                    e.aside = 0;
                     if let Some(budget) = next_budget {
                         e.budget = budget;
                     }
@@ -314,15 +320,51 @@ impl Model {
                     Self::add_weight(self.tree(parent, class), weight);
                 }
             }
-            let tree = self.tree(parent, class);
-            let total = ((service as u128) << SERVICE_SHIFT) + tree.rem;
-            tree.vtime += total / tree.wsum;
-            tree.rem = total % tree.wsum;
-            self.forget_passed(parent, class);
+            self.advance(parent, class, service);
             if parent == 0 {
                 return;
             }
             slot = parent;
+        }
+    }
+
+    /// The tree's V grows by `service / wsum` (the remainder carried), and the idle entities
+    /// it passed are forgotten.
+    fn advance(&mut self, group: u32, class: u8, service: u64) {
+        let tree = self.tree(group, class);
+        let total = ((service as u128) << SERVICE_SHIFT) + tree.rem;
+        tree.vtime += total / tree.wsum;
+        tree.rem = total % tree.wsum;
+        self.forget_passed(group, class);
+    }
+
+    /// Service out of turn to an active leaf: every tree on its path advances, every entity
+    /// on it keeps the service aside; an inactive leaf is charged.
+    pub fn serve_aside(&mut self, mut slot: u32, service: u64) {
+        if self.ents[&slot].state != MState::Active {
+            self.charge(slot, service);
+            return;
+        }
+        let first_group = self.ents[&slot].parent;
+        loop {
+            let e = self.ents.get_mut(&slot).unwrap();
+            e.aside = e.aside.saturating_add(service);
+            let (parent, class) = (e.parent, e.class);
+            self.advance(parent, class, service);
+            if parent == 0 {
+                break;
+            }
+            slot = parent;
+        }
+        self.propagate(first_group);
+    }
+
+    /// A leaf put in service: it and its ancestors forget what they received aside.
+    pub fn begin_turn(&mut self, mut slot: u32) {
+        while slot != 0 {
+            let e = self.ents.get_mut(&slot).unwrap();
+            e.aside = 0;
+            slot = e.parent;
         }
     }
 

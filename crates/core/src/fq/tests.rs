@@ -61,6 +61,12 @@ enum Op {
     },
     /// [`FairQueue::expire`] of any leaf, active or not.
     Expire(usize, u64, Option<u64>),
+    /// [`FairQueue::serve_aside`] of any leaf, active or not.
+    ServeAside(usize, u64),
+    /// A selection whose leaf is put in service ([`FairQueue::begin_turn`]).
+    BeginTurn {
+        after: u64,
+    },
     SetWeight {
         pick: usize,
         group: bool,
@@ -114,6 +120,8 @@ fn op_strategy() -> impl Strategy<Value = Op> {
             .prop_map(|(after, service, next)| Op::ServeExpire { after, service, next }),
         1 => (pick, service_strategy(), proptest::option::of(service_strategy()))
             .prop_map(|(p, s, next)| Op::Expire(p, s, next)),
+        4 => (pick, service_strategy()).prop_map(|(p, s)| Op::ServeAside(p, s)),
+        3 => (0u64..=60_000_000).prop_map(|after| Op::BeginTurn { after }),
         2 => (pick, any::<bool>(), weight_strategy())
             .prop_map(|(pick, group, weight)| Op::SetWeight { pick, group, weight }),
         1 => (pick, any::<bool>(), class_strategy())
@@ -244,6 +252,18 @@ impl Pair {
                     self.expire(leaf, service, next);
                 }
             }
+            Op::ServeAside(pick, service) => {
+                if let Some(leaf) = self.leaf(pick) {
+                    self.fq.serve_aside(leaf, service).unwrap();
+                    self.model.serve_aside(leaf.index(), service);
+                }
+            }
+            Op::BeginTurn { after } => {
+                if let Some(leaf) = self.select(after) {
+                    self.fq.begin_turn(leaf).unwrap();
+                    self.model.begin_turn(leaf.index());
+                }
+            }
             Op::SetWeight {
                 pick,
                 group,
@@ -339,6 +359,7 @@ impl Pair {
             };
             assert_eq!(tags.state, state, "state of slot {slot} after {op:?}");
             assert_eq!(tags.budget, m.budget, "budget of slot {slot} after {op:?}");
+            assert_eq!(tags.aside, m.aside, "aside of slot {slot} after {op:?}");
             if state == State::Active {
                 assert_eq!(tags.start, m.start, "start of slot {slot} after {op:?}");
             }
@@ -464,10 +485,14 @@ fn model_agrees_on_long_seeded_runs() {
         }
         for _ in 0..4000 {
             let pick = rng.next() as usize;
-            let op = match rng.below(20) {
+            let op = match rng.below(23) {
                 0..=5 => Op::Activate(pick, rng.range(1, 131_072)),
                 6..=7 => Op::Deactivate(pick),
                 8 => Op::Charge(pick, rng.range(0, 65_536)),
+                20..=21 => Op::ServeAside(pick, rng.range(1, 131_072)),
+                22 => Op::BeginTurn {
+                    after: rng.range(0, 5_000_000),
+                },
                 13..=14 => Op::ServeExpire {
                     after: rng.range(0, 5_000_000),
                     service: rng.range(1, 131_072),

@@ -61,6 +61,14 @@ impl Entity {
         }
     }
 
+    /// `service` and what the entity received aside, which is then on its tags.
+    #[inline(always)]
+    pub(super) fn take_aside(&mut self, service: u64) -> u64 {
+        let total = service.saturating_add(self.aside);
+        self.aside = 0;
+        total
+    }
+
     pub(super) fn set_weight(&mut self, weight: u32) {
         self.weight = weight;
         self.per_weight = StrengthReducedU64::new(weight.max(1) as u64);
@@ -82,6 +90,9 @@ pub(super) struct Entity {
     /// `delta(budget, weight)`, kept in step with both so that a charge divides only once.
     pub(super) span: u128,
     pub(super) budget: u64,
+    /// Service received out of turn and not yet on its tags (BFQ's `entity->service` of an
+    /// entity not in service): see [`FairQueue::serve_aside`].
+    pub(super) aside: u64,
     pub(super) weight: u32,
     /// `weight`, ready to divide by.
     pub(super) per_weight: StrengthReducedU64,
@@ -621,6 +632,12 @@ impl FairQueue {
         let ents = &mut self.ents[..];
         let pos = &mut self.pos[..];
         let entity = &mut ents[slot as usize];
+        // What it received out of turn counts now (`bfq_calc_finish(entity, entity->service)`
+        // in `__bfq_deactivate_entity`).
+        if entity.aside > 0 {
+            entity.start = sat(entity.start + delta(entity.aside, entity.per_weight));
+            entity.aside = 0;
+        }
         entity.finish = entity.start;
         if entity.finish > tree.vtime {
             entity.place = Place::Idle;
