@@ -2487,8 +2487,8 @@ mod tests {
     use crate::Admitted;
 
     /// Sync sequential readers (one request in flight each, the next issued 20 us after a
-    /// completion) under `policy`, each described by (flow, group, prio); the device serves a
-    /// request in `service`. Returns bytes served per reader by `end`.
+    /// completion) under `policy`, each described by (flow, group, prio); the device serves one
+    /// request at a time, each in `service`. Returns bytes served per reader by `end`.
     fn readers(
         policy: &mut Bfq,
         who: &[(u32, GroupId, IoPrio)],
@@ -2498,7 +2498,9 @@ mod tests {
         readers_from(policy, who, service, 0, end)
     }
 
-    /// [`readers`] from time `start` (a policy that already ran until then).
+    /// [`readers`] from time `start` (a policy that already ran until then). Events go in
+    /// time order: a reader's next request arrives 20 us after its last completes, also while
+    /// the device serves another's (one the policy injected while it waited for this one).
     fn readers_from(
         policy: &mut Bfq,
         who: &[(u32, GroupId, IoPrio)],
@@ -2510,6 +2512,8 @@ mod tests {
         let mut offsets: Vec<u64> = (0..who.len() as u64).map(|i| i << 32).collect();
         let mut got = vec![0; who.len()];
         let (mut now, mut next_id) = (start, start);
+        // The request the device serves, and when it completes.
+        let mut busy: Option<(Nanos, Request)> = None;
         while now < end {
             pending.sort();
             while pending.first().is_some_and(|p| p.0 <= now) {
@@ -2520,20 +2524,26 @@ mod tests {
                 (r.flow, r.group, r.prio) = (FlowId(who[index].0), who[index].1, who[index].2);
                 policy.insert(r, now);
             }
-            match policy.dispatch(now) {
-                Dispatch::Request(r) => {
-                    let index = who.iter().position(|w| FlowId(w.0) == r.flow).unwrap();
-                    now += service;
-                    got[index] += r.len;
-                    policy.completed(&r, now);
-                    pending.push((now + 20 * MICROSECOND, index));
-                }
-                Dispatch::WaitUntil(t) => {
-                    let next = pending.iter().map(|p| p.0).min().unwrap_or(t);
-                    now = t.min(next).max(now + 1);
-                }
-                Dispatch::Empty => now = pending.iter().map(|p| p.0).min().unwrap().max(now),
+            if let Some((done, r)) = busy.take_if(|(done, _)| *done <= now) {
+                let index = who.iter().position(|w| FlowId(w.0) == r.flow).unwrap();
+                got[index] += r.len;
+                policy.completed(&r, done);
+                pending.push((done + 20 * MICROSECOND, index));
+                continue;
             }
+            let arrival = pending.iter().map(|p| p.0).min();
+            let wake = match &busy {
+                Some((done, _)) => Some(*done),
+                None => match policy.dispatch(now) {
+                    Dispatch::Request(r) => {
+                        busy = Some((now + service, r));
+                        continue;
+                    }
+                    Dispatch::WaitUntil(t) => Some(t),
+                    Dispatch::Empty => None,
+                },
+            };
+            now = [arrival, wake].into_iter().flatten().min().unwrap().max(now + 1);
         }
         got
     }
