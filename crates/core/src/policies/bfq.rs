@@ -78,8 +78,10 @@
 //!   before the burst was known to be large, lose their raising at their next dispatch
 //!   (`bfq_update_wr_data`), until they have been idle for long and 10 s past their last turn.
 //! - **Injection** (Linux 5.2+, `bfq_choose_bfqq_for_injection`): while the disk waits for
-//!   the queue in service, another busy queue's oldest request that fits its budget goes to
-//!   the drive (charged to that queue), unless idling pays for throughput by itself
+//!   the queue in service, another busy queue's oldest request that fits what its budget has
+//!   left goes to the drive (the kernel takes the first such queue on `active_list`, the last
+//!   activated or requeued; ours takes the oldest such request, which differs), unless idling
+//!   pays for throughput by itself
 //!   (`idling_boosts_thr_without_issues`: a drive without command queueing, `hw_tag` detected
 //!   from the requests it holds as `bfq_update_hw_tag`, or a sequential queue with a short
 //!   think time), or the waiting queue is weight-raised with a short think time while no
@@ -90,7 +92,13 @@
 //!   raises it; it restarts at 0 (1 for a long think time) every second
 //!   (`bfq_reset_inject_limit`). Think time is `bfq_update_io_thinktime`'s, short unless its
 //!   mean exceeds half of `slice_idle`. The kernel also injects a waker queue's and the same
-//!   process's async I/O first (waker detection); not modelled.
+//!   process's async I/O first (waker detection); not modelled. Injected service is accounted
+//!   as the kernel does (`bfq_bfqq_served` for a queue not in service): the virtual times
+//!   advance at once, and the service counts against the queue's budget, but it moves the
+//!   queue's and its cgroups' timestamps only if they leave the race before their next turn
+//!   (`__bfq_deactivate_entity`, which also gives the budget back); their next turn forgets
+//!   it (`bfq_get_next_queue`). A queue served only by injection pays when it empties; one
+//!   that stays busy, and a cgroup with other busy queues, do not ([`FairQueue::serve_aside`]).
 
 use super::PolicyInfo;
 use crate::fq::{CgroupTree, FairQueue, FqGroupId, LeafId};
@@ -605,7 +613,9 @@ struct Queue {
     inject_limit: usize,
     last_serv_time: Nanos,
     decrease_time: Nanos,
-    /// Service it received as injected I/O since its last turn began, against its budget.
+    /// Service it received as injected I/O since its last turn began or it last left the
+    /// race, against its budget (`entity->service` of a queue not in service, which
+    /// `__bfq_deactivate_entity` resets).
     injected: u64,
     /// Created in a large burst of queues (`in_large_burst`): not weight-raised.
     in_large_burst: bool,
@@ -1216,8 +1226,10 @@ impl Bfq {
     /// weight-raised with a short think time while no other raised queue is busy, or the
     /// drive holds `inject_limit` requests already. Only raised queues may inject into a
     /// raised queue with a short think time. The candidate has a request that fits in its
-    /// budget; the oldest such request goes. The injected queue is charged for it, and leaves
-    /// the busy ones when it has nothing more queued.
+    /// budget; the oldest such request goes. As in Linux, the service advances the virtual
+    /// times at once (`bfq_bfqq_served`) but goes on the injected queue's tags, and on its
+    /// cgroups', only if it leaves the race before its next turn, which forgets it
+    /// ([`FairQueue::serve_aside`]); it leaves the busy ones when it has nothing more queued.
     fn inject(&mut self, key: Qid) -> Option<Request> {
         if self.idling_boosts_throughput(key) {
             return None;
@@ -1261,11 +1273,16 @@ impl Bfq {
         };
         let (leaf, empty) = (queue.leaf, queue.sort.is_empty());
         if empty {
-            self.fq.expire(leaf, charge.max(1), None).expect("live leaf");
+            queue.injected = 0;
+        }
+        // Service out of turn: the virtual times advance, the queue's and its cgroups' tags
+        // wait for their next turn (which forgets it) or for leaving the race (which charges
+        // it), as `bfq_bfqq_served` and `entity->service` do for a queue not in service.
+        self.fq.serve_aside(leaf, charge.max(1)).expect("live leaf");
+        if empty {
+            self.fq.deactivate(leaf).expect("live leaf");
             self.loosen(other);
             self.recount_wr_busy(other);
-        } else {
-            self.fq.charge(leaf, charge.max(1)).expect("live leaf");
         }
         Some(request)
     }
@@ -2291,6 +2308,8 @@ impl Bfq {
                         return Dispatch::Empty;
                     };
                     let key = self.by_leaf[leaf.index() as usize].expect("a queue's leaf");
+                    // What it and its cgroups received as injected I/O is forgotten.
+                    self.fq.begin_turn(leaf).expect("live leaf");
                     self.active = Some(key);
                     self.turn_start = now;
                     if let Some(queue) = self.queues.get_mut(&key) {
@@ -2417,6 +2436,7 @@ impl Bfq {
                 self.fq.deactivate(queue.leaf).expect("live leaf");
             }
             queue.wr_busy = false;
+            queue.injected = 0;
         }
         self.with_queued.clear();
         self.wr_busy_queues = 0;
