@@ -3375,6 +3375,104 @@ mod tests {
         (injected, reads)
     }
 
+    // Proves injected service is accounted as Linux accounts it (bfq_bfqq_served,
+    // __bfq_deactivate_entity, bfq_get_next_queue): a queue that stays busy keeps its
+    // timestamps while its service waits aside and counts against its budget, and its next
+    // turn forgets it; a queue emptied by injection is charged as it leaves the race, and
+    // has its budget back. As `injection_run`: a seeky BE 0 reader (flow 1) idled for, on a
+    // drive that serves 8 at once; flow 2 (BE 4) has 500 random reads queued, or one at a
+    // time (the next when the last completes).
+    #[test]
+    fn injected_service_waits_aside_until_a_turn_or_a_deactivation() {
+        for one_at_a_time in [false, true] {
+            let mut policy = unraised();
+            let mut next_id = 1000;
+            let flow2 = |id: u64| {
+                let mut r = request(id, Op::Read, (id * 7919 % 500) << 30, 4096);
+                (r.flow, r.prio) = (FlowId(2), be(4));
+                r
+            };
+            for i in 0..if one_at_a_time { 1 } else { 500 } {
+                policy.insert(flow2(i + 1), 0);
+            }
+            let reader = |id: u64| {
+                let mut r = request(id, Op::Read, (id * 104_729 % 997) << 29, 4096);
+                (r.flow, r.prio) = (FlowId(1), be(0));
+                r
+            };
+            policy.insert(reader(next_id), 0);
+            let mut in_device: Vec<(Nanos, Request)> = Vec::new();
+            let (mut now, mut next_read) = (0, None);
+            let (leaf, before, r) = 'run: loop {
+                assert!(now < SECOND, "no injection");
+                in_device.sort_by_key(|(at, r)| (*at, r.id));
+                while in_device.first().is_some_and(|(at, _)| *at <= now) {
+                    let (_, r) = in_device.remove(0);
+                    policy.completed(&r, now);
+                    next_id += 1;
+                    if r.flow == FlowId(1) {
+                        next_read = Some(now + 100 * MICROSECOND);
+                    } else if one_at_a_time {
+                        policy.insert(flow2(next_id), now);
+                    }
+                }
+                if next_read.is_some_and(|at| at <= now) {
+                    next_id += 1;
+                    policy.insert(reader(next_id), now);
+                    next_read = None;
+                }
+                let mut wake = now + 100 * MICROSECOND;
+                while in_device.len() < 8 {
+                    let leaf = queue_of(&policy, 2).leaf;
+                    let before = policy.fq.tags(leaf).unwrap();
+                    match policy.dispatch(now) {
+                        Dispatch::Request(r) => {
+                            let reader_in_service =
+                                policy.active_key() == Some(QueueKey::Sync(FlowId(1)));
+                            if r.flow == FlowId(2) && reader_in_service {
+                                break 'run (leaf, before, r);
+                            }
+                            in_device.push((now + 4 * MILLISECOND, r));
+                        }
+                        Dispatch::WaitUntil(until) => {
+                            wake = wake.min(until);
+                            break;
+                        }
+                        Dispatch::Empty => break,
+                    }
+                }
+                now = wake;
+            };
+            let after = policy.fq.tags(leaf).unwrap();
+            if one_at_a_time {
+                // Emptied: out of the race, charged, its budget whole again.
+                let delta = (u128::from(r.len) << crate::fq::SERVICE_SHIFT)
+                    / u128::from(policy.fq.weight(leaf).unwrap());
+                assert_ne!(after.state, crate::fq::State::Active);
+                assert_eq!(after.finish, before.start + delta);
+                assert_eq!(after.aside, 0);
+                assert_eq!(queue_of(&policy, 2).injected, 0);
+            } else {
+                // Still busy: the same timestamps, the service aside and against its budget.
+                assert_eq!((after.start, after.finish), (before.start, before.finish));
+                assert_eq!(after.aside, before.aside + r.len);
+                assert!(queue_of(&policy, 2).injected >= r.len);
+                // Its turn forgets it.
+                policy.fq.begin_turn(leaf).unwrap();
+                assert_eq!(policy.fq.tags(leaf).unwrap().aside, 0);
+            }
+        }
+    }
+
+    /// Flow `flow`'s sync queue in `policy`.
+    fn queue_of(policy: &Bfq, flow: u32) -> &Queue {
+        policy
+            .queues
+            .values()
+            .find(|q| q.key == QueueKey::Sync(FlowId(flow)))
+            .expect("the flow's queue")
+    }
+
     // Proves I/O injection (bfq_select_queue, bfq_choose_bfqq_for_injection,
     // bfq_update_inject_limit): while BFQ idles for a seeky BE 0 reader (idling it owes the
     // heavier queue's guarantees), requests of the BE 4 flow go to a drive that serves
