@@ -78,9 +78,9 @@
 //!   before the burst was known to be large, lose their raising at their next dispatch
 //!   (`bfq_update_wr_data`), until they have been idle for long and 10 s past their last turn.
 //! - **Injection** (Linux 5.2+, `bfq_choose_bfqq_for_injection`): while the disk waits for
-//!   the queue in service, another busy queue's oldest request that fits what its budget has
-//!   left goes to the drive (the kernel takes the first such queue on `active_list`, the last
-//!   activated or requeued; ours takes the oldest such request, which differs), unless idling
+//!   the queue in service, the next request of another busy queue goes to the drive: of the
+//!   queues whose next request fits what their budget has left, the first on `active_list`,
+//!   the one that entered the race or was requeued last (`bfq_active_insert`); unless idling
 //!   pays for throughput by itself
 //!   (`idling_boosts_thr_without_issues`: a drive without command queueing, `hw_tag` detected
 //!   from the requests it holds as `bfq_update_hw_tag`, or a sequential queue with a short
@@ -617,6 +617,10 @@ struct Queue {
     /// race, against its budget (`entity->service` of a queue not in service, which
     /// `__bfq_deactivate_entity` resets).
     injected: u64,
+    /// When it last entered the race or was requeued in it, in entries counted by
+    /// `Bfq::entries`: the kernel's `active_list` order (`bfq_active_insert` puts a queue at
+    /// the head at each), which injection walks from the latest.
+    entered: u64,
     /// Created in a large burst of queues (`in_large_burst`): not weight-raised.
     in_large_burst: bool,
     /// Marked in [`Holds::loosened`] since the last report.
@@ -780,6 +784,8 @@ pub struct Bfq {
     /// dispatched is to be timed (`wait_dispatch`), the one being timed (`waited_rq`), and
     /// when the measurement began (`last_empty_occupied_ns`).
     rqs_injected: bool,
+    /// Entries of queues into the race and requeues so far ([`Queue::entered`]).
+    entries: u64,
     wait_dispatch: bool,
     waited_rq: Option<RequestId>,
     last_empty_occupied: Nanos,
@@ -848,6 +854,7 @@ impl Bfq {
             hw_tag: None,
             hw_tag_samples: 0,
             rqs_injected: false,
+            entries: 0,
             wait_dispatch: false,
             waited_rq: None,
             last_empty_occupied: 0,
@@ -1225,8 +1232,9 @@ impl Bfq {
     /// to the drive, unless idling already pays for throughput, the waiting queue is
     /// weight-raised with a short think time while no other raised queue is busy, or the
     /// drive holds `inject_limit` requests already. Only raised queues may inject into a
-    /// raised queue with a short think time. The candidate has a request that fits in its
-    /// budget; the oldest such request goes. As in Linux, the service advances the virtual
+    /// raised queue with a short think time. The candidate's next request fits in what its
+    /// budget has left; the candidate that entered the race or was requeued last goes (the
+    /// first on the kernel's `active_list`). As in Linux, the service advances the virtual
     /// times at once (`bfq_bfqq_served`) but goes on the injected queue's tags, and on its
     /// cgroups', only if it leaves the race before its next turn, which forgets it
     /// ([`FairQueue::serve_aside`]); it leaves the busy ones when it has nothing more queued.
@@ -1244,7 +1252,8 @@ impl Bfq {
         }
         let always = waiting.wr_coeff == 1 || !waiting.short_ttime;
         // The busy queues but the one in service with requests queued: those listed in
-        // `with_queued` (in no order; the smallest key below decides).
+        // `with_queued` (in no order); the one that entered the race or was requeued last
+        // goes, as the first on the kernel's `active_list`.
         let (_, other, pick) = self
             .with_queued
             .iter()
@@ -1257,11 +1266,9 @@ impl Bfq {
                 }
                 let pick = self.next_in(q)?;
                 let len = q.sort[&pick].request.len;
-                (q.injected + len <= q.budget.max(len))
-                    .then(|| (q.sort[&pick].request.arrival, q.key, k, pick))
+                (q.injected + len <= q.budget.max(len)).then_some((q.entered, k, pick))
             })
-            .min_by_key(|&(arrival, order, _, pick)| (arrival, pick.1, order))
-            .map(|(arrival, _, k, pick)| (arrival, k, pick))?;
+            .max_by_key(|&(entered, _, _)| entered)?;
         self.rqs_injected = true;
         let request = self.remove_for_dispatch(other, pick);
         let queue = self.queues.get_mut(&other).expect("live queue");
@@ -1285,6 +1292,12 @@ impl Bfq {
             self.recount_wr_busy(other);
         }
         Some(request)
+    }
+
+    /// Queue `key` enters the race or is requeued in it: the latest on `active_list`.
+    fn entered(&mut self, key: Qid) {
+        self.entries += 1;
+        self.queues.get_mut(&key).expect("live queue").entered = self.entries;
     }
 
     /// `bfq_bfqq_handle_idle_busy_switch` with `bfq_update_bfqq_wr_on_rq_arrival` and
@@ -1445,6 +1458,7 @@ impl Bfq {
             last_serv_time: 0,
             decrease_time: request.arrival,
             injected: 0,
+            entered: 0,
             in_large_burst: false,
             loosened: false,
             with_queued_at: 0,
@@ -2044,6 +2058,9 @@ impl Bfq {
         self.fq
             .expire(leaf, charge.max(1), next_budget)
             .expect("live leaf");
+        if next_budget.is_some() {
+            self.entered(key);
+        }
         // Out of service, and out of the race if it left it: its share no longer binds.
         self.loosen(key);
         self.recount_wr_busy(key);
@@ -2239,6 +2256,7 @@ impl Bfq {
         }
         let became_busy = !self.fq.is_active(leaf).expect("live leaf");
         if became_busy {
+            self.entered(key);
             self.update_weight_raising(key, now);
             self.fq.activate(leaf, budget.max(len)).expect("live leaf");
             self.recount_wr_busy(key);
@@ -3375,74 +3393,85 @@ mod tests {
         (injected, reads)
     }
 
+    /// As [`injection_run`], until the first request of another flow goes to the drive while
+    /// the seeky BE 0 reader (flow 1) is in service and idled for, on a drive that serves 8 at
+    /// once: `others` are (flow, requests queued at 0, the next one as the last completes).
+    /// Returns the injected request and the tags of `watched`'s leaf just before it went.
+    fn first_injection(policy: &mut Bfq, others: &[(u32, u64, bool)], watched: u32) -> (crate::fq::Tags, Request) {
+        let mut next_id = 1000;
+        let other = |flow: u32, id: u64| {
+            let mut r = request(id, Op::Read, (id * 7919 % 500) << 30, 4096);
+            (r.flow, r.prio) = (FlowId(flow), be(4));
+            r
+        };
+        for &(flow, queued, _) in others {
+            for _ in 0..queued {
+                next_id += 1;
+                policy.insert(other(flow, next_id), 0);
+            }
+        }
+        let reader = |id: u64| {
+            let mut r = request(id, Op::Read, (id * 104_729 % 997) << 29, 4096);
+            (r.flow, r.prio) = (FlowId(1), be(0));
+            r
+        };
+        policy.insert(reader(next_id), 0);
+        let mut in_device: Vec<(Nanos, Request)> = Vec::new();
+        let (mut now, mut next_read) = (0, None);
+        loop {
+            assert!(now < SECOND, "no injection");
+            in_device.sort_by_key(|(at, r)| (*at, r.id));
+            while in_device.first().is_some_and(|(at, _)| *at <= now) {
+                let (_, r) = in_device.remove(0);
+                policy.completed(&r, now);
+                next_id += 1;
+                if r.flow == FlowId(1) {
+                    next_read = Some(now + 100 * MICROSECOND);
+                } else if others.iter().any(|&(f, _, refill)| refill && FlowId(f) == r.flow) {
+                    policy.insert(other(r.flow.0, next_id), now);
+                }
+            }
+            if next_read.is_some_and(|at| at <= now) {
+                next_id += 1;
+                policy.insert(reader(next_id), now);
+                next_read = None;
+            }
+            let mut wake = now + 100 * MICROSECOND;
+            while in_device.len() < 8 {
+                let before = policy.fq.tags(queue_of(policy, watched).leaf).unwrap();
+                match policy.dispatch(now) {
+                    Dispatch::Request(r) => {
+                        let reader_in_service =
+                            policy.active_key() == Some(QueueKey::Sync(FlowId(1)));
+                        if r.flow != FlowId(1) && reader_in_service {
+                            return (before, r);
+                        }
+                        in_device.push((now + 4 * MILLISECOND, r));
+                    }
+                    Dispatch::WaitUntil(until) => {
+                        wake = wake.min(until);
+                        break;
+                    }
+                    Dispatch::Empty => break,
+                }
+            }
+            now = wake;
+        }
+    }
+
     // Proves injected service is accounted as Linux accounts it (bfq_bfqq_served,
     // __bfq_deactivate_entity, bfq_get_next_queue): a queue that stays busy keeps its
     // timestamps while its service waits aside and counts against its budget, and its next
     // turn forgets it; a queue emptied by injection is charged as it leaves the race, and
-    // has its budget back. As `injection_run`: a seeky BE 0 reader (flow 1) idled for, on a
-    // drive that serves 8 at once; flow 2 (BE 4) has 500 random reads queued, or one at a
-    // time (the next when the last completes).
+    // has its budget back. Flow 2 (BE 4) has 500 random reads queued, or one at a time.
     #[test]
     fn injected_service_waits_aside_until_a_turn_or_a_deactivation() {
         for one_at_a_time in [false, true] {
             let mut policy = unraised();
-            let mut next_id = 1000;
-            let flow2 = |id: u64| {
-                let mut r = request(id, Op::Read, (id * 7919 % 500) << 30, 4096);
-                (r.flow, r.prio) = (FlowId(2), be(4));
-                r
-            };
-            for i in 0..if one_at_a_time { 1 } else { 500 } {
-                policy.insert(flow2(i + 1), 0);
-            }
-            let reader = |id: u64| {
-                let mut r = request(id, Op::Read, (id * 104_729 % 997) << 29, 4096);
-                (r.flow, r.prio) = (FlowId(1), be(0));
-                r
-            };
-            policy.insert(reader(next_id), 0);
-            let mut in_device: Vec<(Nanos, Request)> = Vec::new();
-            let (mut now, mut next_read) = (0, None);
-            let (leaf, before, r) = 'run: loop {
-                assert!(now < SECOND, "no injection");
-                in_device.sort_by_key(|(at, r)| (*at, r.id));
-                while in_device.first().is_some_and(|(at, _)| *at <= now) {
-                    let (_, r) = in_device.remove(0);
-                    policy.completed(&r, now);
-                    next_id += 1;
-                    if r.flow == FlowId(1) {
-                        next_read = Some(now + 100 * MICROSECOND);
-                    } else if one_at_a_time {
-                        policy.insert(flow2(next_id), now);
-                    }
-                }
-                if next_read.is_some_and(|at| at <= now) {
-                    next_id += 1;
-                    policy.insert(reader(next_id), now);
-                    next_read = None;
-                }
-                let mut wake = now + 100 * MICROSECOND;
-                while in_device.len() < 8 {
-                    let leaf = queue_of(&policy, 2).leaf;
-                    let before = policy.fq.tags(leaf).unwrap();
-                    match policy.dispatch(now) {
-                        Dispatch::Request(r) => {
-                            let reader_in_service =
-                                policy.active_key() == Some(QueueKey::Sync(FlowId(1)));
-                            if r.flow == FlowId(2) && reader_in_service {
-                                break 'run (leaf, before, r);
-                            }
-                            in_device.push((now + 4 * MILLISECOND, r));
-                        }
-                        Dispatch::WaitUntil(until) => {
-                            wake = wake.min(until);
-                            break;
-                        }
-                        Dispatch::Empty => break,
-                    }
-                }
-                now = wake;
-            };
+            let queued = if one_at_a_time { 1 } else { 500 };
+            let (before, r) = first_injection(&mut policy, &[(2, queued, one_at_a_time)], 2);
+            assert_eq!(r.flow, FlowId(2));
+            let leaf = queue_of(&policy, 2).leaf;
             let after = policy.fq.tags(leaf).unwrap();
             if one_at_a_time {
                 // Emptied: out of the race, charged, its budget whole again.
@@ -3462,6 +3491,17 @@ mod tests {
                 assert_eq!(policy.fq.tags(leaf).unwrap().aside, 0);
             }
         }
+    }
+
+    // Proves injection takes the queue that entered the race last (the head of the kernel's
+    // active_list, bfq_active_insert), not the one with the oldest request: flows 2 and 3
+    // (BE 4) queue 500 reads each at 0, flow 2's first, and neither has had a turn when the
+    // reader (BE 0, the heavier) idles; flow 3 goes.
+    #[test]
+    fn injection_takes_the_queue_that_entered_last() {
+        let mut policy = unraised();
+        let (_, r) = first_injection(&mut policy, &[(2, 500, false), (3, 500, false)], 2);
+        assert_eq!(r.flow, FlowId(3));
     }
 
     /// Flow `flow`'s sync queue in `policy`.
