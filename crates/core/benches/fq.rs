@@ -190,7 +190,10 @@ fn summary() {
         println!();
     };
     println!("fair-queuing layer: ns per request (insert + select + charge), best of 5 runs;");
-    println!("target = a third of dmclock's add+pull on this machine; '!' marks a miss");
+    println!(
+        "target = a third of dmclock's add+pull as REFERENCE.md gives it (another day's figures;"
+    );
+    println!("scripts/dmclock-bench/run.sh measures dmclock here now); '!' marks a miss");
     println!();
     table("wall clock:", &wall);
     if cpu.iter().flatten().all(Option::is_some) {
