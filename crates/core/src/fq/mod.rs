@@ -534,8 +534,9 @@ impl FairQueue {
     /// `leaf` received `service` (in the policy's unit): its start moves by
     /// `service / weight`, and so does each ancestor's in its own parent's tree, whose virtual
     /// time grows by `service / wsum`; an active entity's start also moves by the service it
-    /// received aside ([`FairQueue::serve_aside`]), which is then on its tags. Active entities keep their budget; an idle or forgotten
-    /// one has the service added to its remembered finish (see the module documentation).
+    /// received aside ([`FairQueue::serve_aside`]), which is then on its tags. Active entities
+    /// keep their budget; an idle or forgotten one has the service added to its remembered
+    /// finish (see the module documentation).
     pub fn charge(&mut self, leaf: LeafId, service: u64) -> Result<(), FqError> {
         let slot = self.leaf_slot(leaf)?;
         self.charge_from(slot, service);
