@@ -2040,9 +2040,12 @@ impl Bfq {
             && self.better_to_idle(key)
             && (queue.in_flight > 0 || now.saturating_sub(queue.last_completion) < self.slice_idle);
         // A sync queue with requests still in the drive stays busy, in the active tree, when
-        // idling matters for service guarantees (`__bfq_bfqq_expire` requeues a queue with
-        // `dispatched > 0` instead of `bfq_del_bfqq_busy`): its class keeps the lower classes
-        // out, and the IDLE class gets the disk only after BFQ_CL_IDLE_TIMEOUT.
+        // idling matters for service guarantees: its class keeps the lower classes out, and
+        // the IDLE class gets the disk only after BFQ_CL_IDLE_TIMEOUT. This differs from the
+        // kernel, whose `__bfq_bfqq_expire` takes an emptied queue out whatever it has in the
+        // drive (`bfq_del_bfqq_busy`; later versions keep one that was preempted while idling
+        // is needed for guarantees); the kernel rather does not expire a queue whose requests
+        // are in the drive while idling is better (`bfq_select_queue`'s keep_queue).
         let in_the_drive = queue.sync && queue.in_flight > 0 && self.better_to_idle(key);
         // Charged, then requeued with its next budget or out of the race (the fair queue's
         // expiry; `better_to_idle` above reads only the leaf's class, which a charge leaves).
