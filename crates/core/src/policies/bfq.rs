@@ -3335,73 +3335,19 @@ mod tests {
         assert!((plain - 1.0 / 3.0).abs() < 0.1, "plain share {plain:.2}");
     }
 
-    /// Runs a BE 0 reader (flow 1: one 4 KiB random read at a time, next one 100 us after
-    /// each completion) beside a BE 4 flow (flow 2) with 500 random reads queued, on a
-    /// device that serves `parallel` requests at once in 4 ms each (more wait for a slot), for
-    /// one second. Returns flow 2's requests dispatched while flow 1 was in service, and
-    /// flow 1's reads completed.
-    fn injection_run(parallel: usize) -> (usize, usize) {
-        let mut policy = unraised();
-        let mut next_id = 1000;
-        for i in 0..500u64 {
-            let mut r = request(i + 1, Op::Read, (i * 7919 % 500) << 30, 4096);
-            (r.flow, r.prio) = (FlowId(2), be(4));
-            policy.insert(r, 0);
-        }
-        let reader = |id: u64, at: Nanos| {
-            let mut r = request(id, Op::Read, (id * 104_729 % 997) << 29, 4096);
-            (r.flow, r.prio, r.arrival) = (FlowId(1), be(0), at);
-            r
-        };
-        policy.insert(reader(next_id, 0), 0);
-        let mut in_device: Vec<(Nanos, Request)> = Vec::new();
-        let (mut injected, mut reads) = (0, 0);
-        let mut now = 0;
-        let mut next_read: Option<Nanos> = None;
-        while now < SECOND {
-            // Completions due, then the reader's next request.
-            in_device.sort_by_key(|(at, r)| (*at, r.id));
-            while in_device.first().is_some_and(|(at, _)| *at <= now) {
-                let (_, r) = in_device.remove(0);
-                policy.completed(&r, now);
-                if r.flow == FlowId(1) {
-                    reads += 1;
-                    next_read = Some(now + 100 * MICROSECOND);
-                }
-            }
-            if next_read.is_some_and(|at| at <= now) {
-                next_id += 1;
-                policy.insert(reader(next_id, now), now);
-                next_read = None;
-            }
-            let mut wake = now + 100 * MICROSECOND;
-            while in_device.len() < parallel {
-                match policy.dispatch(now) {
-                    Dispatch::Request(r) => {
-                        if r.flow == FlowId(2) && policy.active_key() == Some(QueueKey::Sync(FlowId(1))) {
-                            injected += 1;
-                        }
-                        let start = if in_device.len() < parallel { now } else { wake };
-                        in_device.push((start + 4 * MILLISECOND, r));
-                    }
-                    Dispatch::WaitUntil(until) => {
-                        wake = wake.min(until);
-                        break;
-                    }
-                    Dispatch::Empty => break,
-                }
-            }
-            now = wake;
-        }
-        (injected, reads)
-    }
-
-    /// As [`injection_run`], until the first request of another flow goes to the drive while
-    /// the seeky BE 0 reader (flow 1) is in service and idled for, on a drive that serves 8 at
-    /// once: `others` are (flow, requests queued at 0, the next one as the last completes).
-    /// Returns the injected request and the tags of `watched`'s leaf just before it went.
-    fn first_injection(policy: &mut Bfq, others: &[(u32, u64, bool)], watched: u32) -> (crate::fq::Tags, Request) {
-        let mut next_id = 1000;
+    /// A BE 0 reader (flow 1: one 4 KiB random read at a time, next one 100 us after each
+    /// completion) beside BE 4 flows, on a device that serves `parallel` requests at once in
+    /// 4 ms each, for one second: `others` are (flow, random reads queued at 0, whether the
+    /// next comes as the last completes). `hook` sees the policy before each dispatch (with
+    /// `None`) and each request dispatched (with whether the reader's queue is in service);
+    /// it returns true to stop the run there. Returns the reader's reads completed.
+    fn drive_injection(
+        policy: &mut Bfq,
+        parallel: usize,
+        others: &[(u32, u64, bool)],
+        mut hook: impl FnMut(&Bfq, Option<(&Request, bool)>) -> bool,
+    ) -> usize {
+        let mut next_id = 0;
         let other = |flow: u32, id: u64| {
             let mut r = request(id, Op::Read, (id * 7919 % 500) << 30, 4096);
             (r.flow, r.prio) = (FlowId(flow), be(4));
@@ -3418,19 +3364,21 @@ mod tests {
             (r.flow, r.prio) = (FlowId(1), be(0));
             r
         };
+        next_id = next_id.max(1000);
         policy.insert(reader(next_id), 0);
         let mut in_device: Vec<(Nanos, Request)> = Vec::new();
-        let (mut now, mut next_read) = (0, None);
-        loop {
-            assert!(now < SECOND, "no injection");
+        let (mut now, mut next_read, mut reads) = (0, None, 0);
+        while now < SECOND {
+            // Completions due, then the reader's next request.
             in_device.sort_by_key(|(at, r)| (*at, r.id));
             while in_device.first().is_some_and(|(at, _)| *at <= now) {
                 let (_, r) = in_device.remove(0);
                 policy.completed(&r, now);
-                next_id += 1;
                 if r.flow == FlowId(1) {
+                    reads += 1;
                     next_read = Some(now + 100 * MICROSECOND);
                 } else if others.iter().any(|&(f, _, refill)| refill && FlowId(f) == r.flow) {
+                    next_id += 1;
                     policy.insert(other(r.flow.0, next_id), now);
                 }
             }
@@ -3440,14 +3388,16 @@ mod tests {
                 next_read = None;
             }
             let mut wake = now + 100 * MICROSECOND;
-            while in_device.len() < 8 {
-                let before = policy.fq.tags(queue_of(policy, watched).leaf).unwrap();
+            while in_device.len() < parallel {
+                if hook(policy, None) {
+                    return reads;
+                }
                 match policy.dispatch(now) {
                     Dispatch::Request(r) => {
                         let reader_in_service =
                             policy.active_key() == Some(QueueKey::Sync(FlowId(1)));
-                        if r.flow != FlowId(1) && reader_in_service {
-                            return (before, r);
+                        if hook(policy, Some((&r, reader_in_service))) {
+                            return reads;
                         }
                         in_device.push((now + 4 * MILLISECOND, r));
                     }
@@ -3460,6 +3410,43 @@ mod tests {
             }
             now = wake;
         }
+        reads
+    }
+
+    /// [`drive_injection`] with flow 2's 500 reads queued: flow 2's requests dispatched while
+    /// flow 1 was in service, and flow 1's reads completed.
+    fn injection_run(parallel: usize) -> (usize, usize) {
+        let mut injected = 0;
+        let reads = drive_injection(&mut unraised(), parallel, &[(2, 500, false)], |_, sent| {
+            if let Some((r, true)) = sent {
+                injected += usize::from(r.flow == FlowId(2));
+            }
+            false
+        });
+        (injected, reads)
+    }
+
+    /// [`drive_injection`] on a drive that serves 8 at once, until the first request of
+    /// another flow goes while the reader's queue is in service and idled for. Returns it and
+    /// the tags of `watched`'s leaf just before it went.
+    fn first_injection(
+        policy: &mut Bfq,
+        others: &[(u32, u64, bool)],
+        watched: u32,
+    ) -> (crate::fq::Tags, Request) {
+        let (mut before, mut found) = (None, None);
+        drive_injection(policy, 8, others, |policy, sent| match sent {
+            None => {
+                before = Some(policy.fq.tags(queue_of(policy, watched).leaf).unwrap());
+                false
+            }
+            Some((r, true)) if r.flow != FlowId(1) => {
+                found = Some((before.expect("looked at before"), r.clone()));
+                true
+            }
+            Some(_) => false,
+        });
+        found.expect("an injection within a second")
     }
 
     // Proves injected service is accounted as Linux accounts it (bfq_bfqq_served,
