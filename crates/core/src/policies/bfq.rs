@@ -8,8 +8,14 @@
 //!   `(8 - level) x 10` (BE 4, the default, is 40), in the service tree of its class: RT before
 //!   BE before IDLE, IDLE served at least every 200 ms (`BFQ_CL_IDLE_TIMEOUT`), one request
 //!   per turn while other queues are busy (`bfq_dispatch_rq_from_bfqq`), and never idled for.
-//!   A sync queue whose requests are all in the drive stays busy when idling matters
-//!   (`__bfq_bfqq_expire` requeues it), so its class keeps lower ones out. Groups weigh by
+//!   A sync queue whose requests are all in the drive stays busy when idling matters, so its
+//!   class keeps lower ones out. Two differences from the kernel here: the wait for a queue's
+//!   next request (`slice_idle`, see Idling) starts when it runs out of requests, where the
+//!   kernel keeps it in service while its requests are in the drive (`bfq_select_queue`'s
+//!   `keep_queue`) and arms the idle timer at its last completion (`bfq_completed_request`);
+//!   and a queue whose wait ends with requests still in the drive stays in the race, where
+//!   the kernel's `__bfq_bfqq_expire` takes an emptied queue out whatever it has in the drive
+//!   (unless it was preempted while idling is needed for guarantees). Groups weigh by
 //!   `io.weight`.
 //! - **Budgets.** The layer serves the queue with the smallest virtual finish among the
 //!   eligible (B-WF2Q+). The queue in service dispatches, in the elevator order CFQ also uses
