@@ -1390,8 +1390,11 @@ impl Bfq {
             .max(64 * 1024)
     }
 
+    /// `bfq_min_budget`: a 32nd of `max_budget`, at least 4 KiB (our floor) but never above
+    /// `max_budget` itself, which the tunable may set as low as 1 KiB.
     fn min_budget(&self) -> u64 {
-        (self.max_budget() / 32).max(4096)
+        let max_budget = self.max_budget();
+        (max_budget / 32).max(4096).min(max_budget)
     }
 
     /// The key of the queue in service.
@@ -2637,6 +2640,27 @@ mod tests {
         assert!(near(timed_out_charge(40, false), 4 * mib));
         assert!(near(timed_out_charge(80, false), 4 * mib * 80 / 100));
         assert!(near(timed_out_charge(40, true), 4 * mib * 40 / 100));
+    }
+
+    // Proves a max_budget below the 4 KiB floor of the minimum budget is taken, not a panic
+    // (found by fuzzing: `--set max_budget=1` made the budget of a queue that ran out of
+    // requests clamp between 4096 and 1024 bytes).
+    #[test]
+    fn a_tiny_max_budget_bounds_the_minimum_budget() {
+        let mut policy = unraised();
+        policy.set_tunable("max_budget", 1).unwrap();
+        policy.set_tunable("slice_idle", 0).unwrap();
+        assert_eq!((policy.min_budget(), policy.max_budget()), (1024, 1024));
+        let mut r = request(1, Op::Read, 0, 4096);
+        r.flow = FlowId(1);
+        policy.insert(r, 0);
+        let Dispatch::Request(r) = policy.dispatch(0) else {
+            panic!("the reader's request goes out");
+        };
+        policy.completed(&r, MICROSECOND);
+        // It ran out of requests, with nothing to idle for: its turn ends.
+        assert!(matches!(policy.dispatch(MICROSECOND), Dispatch::Empty));
+        assert!(policy.active.is_none());
     }
 
     /// BFQ with `low_latency=0`: no weight raising.
