@@ -632,6 +632,28 @@ fn policy_promise(policy: &str, e: &Elevator, load: &Load, job: &Job, grouped: b
             {
                 return Promise::Exempt("bfq serves the RT class strictly before the others");
             }
+            // Weight raising (low_latency, on by default): a sync queue of the default weight
+            // (40: level 4, not the idle class), new or idle for long, weighs 30 times more for
+            // up to 25 s and is never charged by time (bfq_bfqq_handle_idle_busy_switch,
+            // bfq_bfqq_expire), so a queue of another weight of its class in its group, charged
+            // by time when seeky, may wait for all that time. Found by this guard: an RT 0
+            // random reader beside a raised RT 4 one in its cgroup waited 5.9 s against 2.8 s
+            // (6.8 s before raised queues kept two minimum budgets), none with low_latency=0.
+            let raisable = |j: &Job| {
+                (issues(j, true) || j.direct)
+                    && j.prio.effective_class() != IoPrioClass::Idle
+                    && j.prio.effective_level() == 4
+            };
+            if e.get("low_latency").ok() == Some(1)
+                && !raisable(job)
+                && load.mix.jobs.iter().any(|j| {
+                    raisable(j)
+                        && j.prio.effective_class() == job.prio.effective_class()
+                        && (!grouped || j.group == job.group)
+                })
+            {
+                return Promise::Exempt("bfq raises interactive queues 30x for up to 25 s");
+            }
             // Every other queue's turn (at most timeout_sync, then slice_idle), the idle
             // class's BFQ_CL_IDLE_TIMEOUT (200 ms), then the FIFO's expiry.
             let turn = ms(e, "timeout_sync") + ms(e, "slice_idle") + 200 * MILLISECOND;

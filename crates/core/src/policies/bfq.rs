@@ -20,21 +20,29 @@
 //! - **Budgets.** The layer serves the queue with the smallest virtual finish among the
 //!   eligible (B-WF2Q+). The queue in service dispatches, in the elevator order CFQ also uses
 //!   (forward first; backward within `back_seek_max` at `back_seek_penalty` times the cost),
-//!   until its budget (bytes) is spent, `timeout_sync` has passed, or it runs out of requests.
-//!   Its FIFO is checked once per turn (`fifo_expire_sync`, `fifo_expire_async`).
-//! - **Budget feedback** (`bfq_recalc_budget`): a queue that spent its budget gets four times
-//!   more next time, one that timed out twice more, one that went idle four minimum budgets
-//!   less, never beyond `max_budget` nor below a 32nd of it. `max_budget` 0 means automatic:
-//!   the peak rate measured on the device times `timeout_sync` (`bfq_calc_max_budget`).
-//! - **Charging.** A queue is charged the bytes it was served, except when it is slow, or
-//!   timed out with a third of its budget or more left: then it is charged at least the share
-//!   of `max_budget` its time used (`bfq_bfqq_charge_time`), so a seeky or slow queue pays for
-//!   the disk time it took. Slow is `bfq_bfqq_is_slow`'s: over a turn longer than 20 ms,
-//!   served less than half of `max_budget`; over a shorter one, seeky. As `bfq_bfqq_expire`,
-//!   a queue that used two thirds of its budget before its timeout is charged its bytes (a
+//!   until its budget is spent, `timeout_sync` has passed, or it runs out of requests. A
+//!   request costs its bytes, or three times them for an async queue that is not raised while
+//!   the scenario is symmetric (`bfq_serv_to_charge`, `bfq_async_charge_factor`), so an async
+//!   queue's turns are shorter. Its FIFO is checked once per turn (`fifo_expire_sync`,
+//!   `fifo_expire_async`).
+//! - **Budget feedback** (`__bfq_bfqq_recalc_budget`): a new queue starts at two thirds of
+//!   `max_budget` (`bfq_init_bfqq`). A sync queue that spent its budget gets four times more
+//!   next time, one that timed out twice more, one that went idle four minimum budgets less
+//!   (twice more if its requests were still in the drive), one that ran out of requests what
+//!   it used, never beyond `max_budget` nor below a 32nd of it. A weight-raised queue keeps
+//!   two minimum budgets (cut to that when its raising starts,
+//!   `bfq_update_bfqq_wr_on_rq_arrival`), an async queue always has `max_budget`.
+//!   `max_budget` 0 means automatic: the peak rate measured on the device times
+//!   `timeout_sync` (`bfq_calc_max_budget`).
+//! - **Charging.** A queue is charged what its requests cost (above), except when it is
+//!   slow, or timed out with a third of its budget or more left: then it is charged at least
+//!   the share of `max_budget` its time used (`bfq_bfqq_charge_time`), so a seeky or slow
+//!   queue pays for the disk time it took. Slow is `bfq_bfqq_is_slow`'s: over a turn longer
+//!   than 20 ms, served less than half of `max_budget`; over a shorter one, seeky. As
+//!   `bfq_bfqq_expire`, a queue that used two thirds of its budget before its timeout is
+//!   charged what its requests cost (a
 //!   sequential reader unlucky in a slow zone keeps its share of the bandwidth), and a
 //!   weight-raised queue is never charged by time.
-//!   Asynchronous queues are charged three times their bytes (`bfq_async_charge_factor`).
 //! - **Idling** (`bfq_better_to_idle`). When a synchronous queue in service runs out of
 //!   requests, the disk waits up to `slice_idle` for its next one for throughput
 //!   (`idling_boosts_thr_without_issues`: the drive does not queue commands, or the queue is
@@ -752,7 +760,11 @@ pub struct Bfq {
     active: Option<Qid>,
     turn_start: Nanos,
     turn_first_dispatch: Option<Nanos>,
+    /// Bytes the queue in service dispatched this turn (the peak rate is measured on them).
     served: u64,
+    /// The service those bytes cost it (`entity->service`, in [`Bfq::serv_to_charge`]'s
+    /// units, as its budget is).
+    service: u64,
     fifo_checked: bool,
     idle_until: Option<Nanos>,
     /// Device peak rate estimate, bytes per second.
@@ -835,6 +847,7 @@ impl Bfq {
             turn_start: 0,
             turn_first_dispatch: None,
             served: 0,
+            service: 0,
             fifo_checked: false,
             idle_until: None,
             peak_rate: 0,
@@ -1260,7 +1273,7 @@ impl Bfq {
         // The busy queues but the one in service with requests queued: those listed in
         // `with_queued` (in no order); the one that entered the race or was requeued last
         // goes, as the first on the kernel's `active_list`.
-        let (_, other, pick) = self
+        let (_, other, pick, charge) = self
             .with_queued
             .iter()
             .filter(|&&k| k != key)
@@ -1271,19 +1284,17 @@ impl Bfq {
                     return None;
                 }
                 let pick = self.next_in(q)?;
-                let len = q.sort[&pick].request.len;
-                (q.injected + len <= q.budget.max(len)).then_some((q.entered, k, pick))
+                // bfq_choose_bfqq_for_injection: its next request's charge within what is
+                // left of its budget.
+                let charge = self.serv_to_charge(k, q.sort[&pick].request.len);
+                (q.injected + charge <= q.budget.max(charge))
+                    .then_some((q.entered, k, pick, charge))
             })
-            .max_by_key(|&(entered, _, _)| entered)?;
+            .max_by_key(|&(entered, _, _, _)| entered)?;
         self.rqs_injected = true;
         let request = self.remove_for_dispatch(other, pick);
         let queue = self.queues.get_mut(&other).expect("live queue");
-        queue.injected += request.len;
-        let charge = if queue.sync {
-            request.len
-        } else {
-            request.len * ASYNC_CHARGE_FACTOR
-        };
+        queue.injected += charge;
         let (leaf, empty) = (queue.leaf, queue.sort.is_empty());
         if empty {
             queue.injected = 0;
@@ -1298,6 +1309,26 @@ impl Bfq {
             self.recount_wr_busy(other);
         }
         Some(request)
+    }
+
+    /// `bfq_serv_to_charge`: the service a request of `len` bytes costs queue `key`, in its
+    /// budget's units: its bytes for a sync or weight-raised queue, or while the scenario is
+    /// asymmetric (`bfq_asymmetric_scenario`); three times them for an async queue otherwise
+    /// (`bfq_async_charge_factor`), whose turns are so shorter and cost it more.
+    fn serv_to_charge(&self, key: Qid, len: u64) -> u64 {
+        let queue = &self.queues[&key];
+        if queue.sync || queue.wr_coeff > 1 {
+            return len;
+        }
+        let extra = match self.member(key) {
+            Some(_) => None,
+            None => self.member_of(key),
+        };
+        if self.census.asymmetric(extra) {
+            len
+        } else {
+            len.saturating_mul(ASYNC_CHARGE_FACTOR)
+        }
     }
 
     /// Queue `key` enters the race or is requeued in it: the latest on `active_list`.
@@ -1361,6 +1392,11 @@ impl Bfq {
                     self.queues.get_mut(&key).expect("live").wr_start_at_switch_to_srt = None;
                     self.set_wr(key, WR_COEFF * SOFTRT_WEIGHT_FACTOR, now, WR_RT_MAX_TIME);
                 }
+                // bfq_update_bfqq_wr_on_rq_arrival: a budget close to its backlog, for
+                // latency, and not too small, for fewer expirations.
+                let cut = 2 * self.min_budget();
+                let queue = self.queues.get_mut(&key).expect("live");
+                queue.budget = queue.budget.min(cut);
             } else if interactive {
                 self.set_wr_coeff(key, WR_COEFF, now);
             } else if in_burst {
@@ -1433,7 +1469,8 @@ impl Bfq {
             .fq
             .add_leaf(parent, weight, class)
             .expect("bounded by nr_requests and MAX_FLOWS");
-        let budget = self.min_budget().max(self.max_budget() / 4);
+        // bfq_init_bfqq: "tentative initial value to trade off between thr and lat".
+        let budget = self.min_budget().max(2 * self.max_budget() / 3);
         let id = self.queues.insert(Queue {
             key,
             leaf,
@@ -1985,22 +2022,19 @@ impl Bfq {
         let max_budget = self.max_budget();
         let min_budget = self.min_budget();
         let queue = self.queues.get_mut(&key).expect("queue in service exists");
-        let served = self.served;
-        let mut charge = if queue.sync {
-            served
-        } else {
-            served * ASYNC_CHARGE_FACTOR
-        };
+        // What its turn cost it, in its budget's units (`entity->service`).
+        let service = self.service;
+        let mut charge = service;
         // bfq_bfqq_is_slow: over a long enough turn (20 ms) the service says, over a short one
         // the seekiness.
         let slow = queue.sync
             && if busy > 20 * MILLISECOND {
-                served < max_budget / 2
+                service < max_budget / 2
             } else {
                 queue.seeky()
             };
         let timed_out_early = reason == Expiration::BudgetTimeout
-            && queue.budget.saturating_sub(served) >= queue.budget / 3;
+            && queue.budget.saturating_sub(service) >= queue.budget / 3;
         if queue.sync
             && queue.wr_coeff == 1
             && (slow || timed_out_early)
@@ -2015,15 +2049,31 @@ impl Bfq {
         }
         // bfq_bfqq_expire: a queue that went idle having used a fifth of its budget or less
         // is not I/O-bound.
-        if reason == Expiration::TooIdle && served <= 2 * queue.budget / 10 {
+        if reason == Expiration::TooIdle && service <= 2 * queue.budget / 10 {
             queue.io_bound = false;
         }
-        queue.budget = match reason {
-            Expiration::BudgetExhausted => queue.budget.saturating_mul(4).min(max_budget),
-            Expiration::BudgetTimeout => queue.budget.saturating_mul(2).min(max_budget),
-            Expiration::TooIdle => queue.budget.saturating_sub(4 * min_budget).max(min_budget),
-            Expiration::NoMoreRequests => served.clamp(min_budget, max_budget),
-            Expiration::Preempted => queue.budget,
+        // __bfq_bfqq_recalc_budget: a sync queue's budget follows how its turn ended; a
+        // weight-raised one keeps a low constant budget, for latency; an async one always has
+        // the largest (its charge factor limits it).
+        queue.budget = if !queue.sync {
+            max_budget
+        } else if queue.wr_coeff > 1 {
+            2 * min_budget
+        } else {
+            match reason {
+                Expiration::BudgetExhausted => queue.budget.saturating_mul(4).min(max_budget),
+                Expiration::BudgetTimeout => queue.budget.saturating_mul(2).min(max_budget),
+                // Its requests still in the drive may be what it waits on: more budget, not
+                // less.
+                Expiration::TooIdle if queue.in_flight > 0 => {
+                    queue.budget.saturating_mul(2).min(max_budget)
+                }
+                Expiration::TooIdle => {
+                    queue.budget.saturating_sub(4 * min_budget).max(min_budget)
+                }
+                Expiration::NoMoreRequests => service.clamp(min_budget, max_budget),
+                Expiration::Preempted => queue.budget,
+            }
         };
         let (leaf, queued, budget) = (queue.leaf, queue.queued(), queue.budget);
         // bfq_bfqq_expire: a queue left with nothing queued may be isochronous; when it may
@@ -2065,7 +2115,7 @@ impl Bfq {
                 .map(|e| e.request.len)
                 .max()
                 .unwrap_or(0);
-            budget.max(next)
+            budget.max(self.serv_to_charge(key, next))
         });
         self.fq
             .expire(leaf, charge.max(1), next_budget)
@@ -2082,6 +2132,8 @@ impl Bfq {
         // bfq_dispatch_rq_from_bfqq's bfq_update_wr_data: a raising whose time is up ends at
         // once, not at the queue's next activation.
         self.end_wr_if_due(key, now);
+        // bfq_dispatch_rq_from_bfqq: the charge is known before the request leaves.
+        let charge = self.serv_to_charge(key, self.queues[&key].sort[&sort_key].request.len);
         let request = self.remove_for_dispatch(key, sort_key);
         if self.wait_dispatch {
             // The request whose total service time the injection limit is measured on.
@@ -2089,6 +2141,7 @@ impl Bfq {
             self.waited_rq = Some(request.id);
         }
         self.served += request.len;
+        self.service += charge;
         self.turn_first_dispatch.get_or_insert(now);
         request
     }
@@ -2257,7 +2310,7 @@ impl Bfq {
         let before = (queue.in_flight > 0 || !queue.sort.is_empty()).then_some(());
         let first = queue.sort.is_empty();
         queue.sort.insert(sort_key, Entry { request, expires });
-        let (leaf, budget, group) = (queue.leaf, queue.budget, queue.group);
+        let (leaf, group) = (queue.leaf, queue.group);
         if first {
             self.now_queued(key);
         }
@@ -2270,7 +2323,11 @@ impl Bfq {
         if became_busy {
             self.entered(key);
             self.update_weight_raising(key, now);
-            self.fq.activate(leaf, budget.max(len)).expect("live leaf");
+            // Large enough for its request (bfq_bfqq_update_budg_for_activation), after a
+            // raising's cut.
+            let budget = self.queues[&key].budget;
+            let charge = self.serv_to_charge(key, len);
+            self.fq.activate(leaf, budget.max(charge)).expect("live leaf");
             self.recount_wr_busy(key);
         }
         if self.active == Some(key) {
@@ -2348,6 +2405,7 @@ impl Bfq {
                     }
                     self.turn_first_dispatch = None;
                     self.served = 0;
+                    self.service = 0;
                     self.fifo_checked = false;
                     self.idle_until = None;
                     key
@@ -2402,7 +2460,8 @@ impl Bfq {
                 .expect("queue has requests");
             let len = queue.sort[&pick].request.len;
             let budget = queue.budget;
-            if self.served > 0 && self.served + len > budget {
+            // bfq_select_queue: the next request's charge beyond what is left of the budget.
+            if self.service > 0 && self.service + self.serv_to_charge(key, len) > budget {
                 self.expire(now, Expiration::BudgetExhausted);
                 continue;
             }
@@ -2621,6 +2680,7 @@ mod tests {
             policy.recount_wr_busy(key);
         }
         policy.served = (4 << 20) * served_percent / 100;
+        policy.service = policy.served;
         let before = policy.fq.tags(leaf).unwrap().start;
         let weight = u128::from(policy.fq.weight(leaf).unwrap());
         policy.expire(policy.timeout_sync, Expiration::BudgetTimeout);
@@ -2640,6 +2700,136 @@ mod tests {
         assert!(near(timed_out_charge(40, false), 4 * mib));
         assert!(near(timed_out_charge(80, false), 4 * mib * 80 / 100));
         assert!(near(timed_out_charge(40, true), 4 * mib * 40 / 100));
+    }
+
+    /// Bytes the async writer of flow 1 (`writes` queued writes of 64 KiB, sequential)
+    /// dispatches in each of its first `turns` turns, each request completed at once; with
+    /// `rival`, an idle-class reader is busy too (two classes: an asymmetric scenario), never
+    /// served (the idle class waits 200 ms while the writer has requests).
+    fn async_turns(writes: u64, turns: usize, rival: bool) -> Vec<u64> {
+        let mut policy = unraised();
+        if rival {
+            let mut read = request(writes + 1, Op::Read, 1 << 30, 4096);
+            read.flow = FlowId(2);
+            read.prio = IoPrio::new(IoPrioClass::Idle, 7).unwrap();
+            policy.insert(read, 0);
+        }
+        for i in 0..writes {
+            let mut w = request(i + 1, Op::Write, i * 65536, 65536);
+            w.flow = FlowId(1);
+            policy.insert(w, 0);
+        }
+        let mut now = 0;
+        let mut got: Vec<u64> = Vec::new();
+        loop {
+            let Dispatch::Request(r) = policy.dispatch(now) else {
+                panic!("the writer has requests");
+            };
+            assert_eq!(r.flow, FlowId(1), "only the writer is served");
+            if policy.served == r.len {
+                if got.len() == turns {
+                    return got;
+                }
+                got.push(0);
+            }
+            *got.last_mut().unwrap() += r.len;
+            now += MICROSECOND;
+            policy.completed(&r, now);
+        }
+    }
+
+    // Proves bfq_serv_to_charge and __bfq_bfqq_recalc_budget for async queues: alone (a
+    // symmetric scenario) each 64 KiB write costs three times its bytes, so the first turn,
+    // on a new queue's two thirds of the default 8 MiB max_budget, takes 28 writes (not 85);
+    // the next turns have the whole max_budget, 42 writes. Beside a busy queue of another
+    // class (asymmetric) a write costs its bytes: 85 writes, then 128.
+    #[test]
+    fn async_writes_cost_three_times_their_bytes_while_symmetric() {
+        let k = 65536;
+        assert_eq!(async_turns(500, 3, false), [28 * k, 42 * k, 42 * k]);
+        assert_eq!(async_turns(500, 2, true), [85 * k, 128 * k]);
+        // A turn that ends with no more requests gives an async queue max_budget too, where
+        // a sync queue's budget becomes what it used.
+        let mut policy = unraised();
+        for i in 0..10 {
+            let mut w = request(i + 1, Op::Write, i * k, k);
+            w.flow = FlowId(1);
+            policy.insert(w, 0);
+        }
+        let write = request(1, Op::Write, 0, k);
+        let key = policy.queues.find(&Bfq::key_of(&write));
+        let mut now = 0;
+        while let Dispatch::Request(r) = policy.dispatch(now) {
+            now += MICROSECOND;
+            policy.completed(&r, now);
+        }
+        assert!(policy.active.is_none());
+        assert_eq!(policy.queues[&key.unwrap()].budget, policy.max_budget());
+    }
+
+    // Proves a weight-raised queue's budget as __bfq_bfqq_recalc_budget and
+    // bfq_update_bfqq_wr_on_rq_arrival keep it: cut to two minimum budgets when its raising
+    // starts, and two minimum budgets again after a turn that spent it (where an unraised
+    // queue's budget grows fourfold).
+    #[test]
+    fn raised_queues_keep_two_minimum_budgets() {
+        let mut policy = Bfq::new();
+        let min = policy.min_budget();
+        for i in 0..400u64 {
+            let mut r = request(i + 1, Op::Read, i * 65536, 65536);
+            r.flow = FlowId(1);
+            policy.insert(r, 0);
+        }
+        let key = policy.queues.find(&QueueKey::Sync(FlowId(1))).unwrap();
+        assert!(policy.queues[&key].wr_coeff > 1, "a new queue is interactive");
+        assert_eq!(policy.queues[&key].budget, 2 * min);
+        let mut now = 0;
+        let mut dispatched = 0;
+        while policy.active.is_some() || dispatched == 0 {
+            let Dispatch::Request(r) = policy.dispatch(now) else {
+                panic!("the reader has requests");
+            };
+            dispatched += r.len;
+            now += MICROSECOND;
+            policy.completed(&r, now);
+            if policy.served == r.len && dispatched > r.len {
+                break;
+            }
+        }
+        assert_eq!(policy.queues[&key].budget, 2 * min, "spent, and still raised");
+    }
+
+    // Proves __bfq_bfqq_recalc_budget's BFQQE_TOO_IDLE: a sync queue whose idling ends with
+    // its request still in the drive gets twice the budget (it may be waiting on that
+    // request); one with nothing in the drive loses four minimum budgets.
+    #[test]
+    fn too_idle_with_a_request_in_the_drive_doubles_the_budget() {
+        for in_drive in [true, false] {
+            let mut policy = unraised();
+            let mut r = request(1, Op::Read, 0, 4096);
+            r.flow = FlowId(1);
+            policy.insert(r, 0);
+            let Dispatch::Request(r) = policy.dispatch(0) else {
+                panic!("the reader's request goes out");
+            };
+            let key = policy.active.expect("the reader's turn");
+            let (before, min) = (policy.queues[&key].budget, policy.min_budget());
+            if !in_drive {
+                policy.completed(&r, MICROSECOND);
+            }
+            // It idles for its next request, which does not come.
+            let Dispatch::WaitUntil(until) = policy.dispatch(2 * MICROSECOND) else {
+                panic!("the disk idles for the reader");
+            };
+            let _ = policy.dispatch(until);
+            assert!(policy.active.is_none(), "the turn ended too idle");
+            let want = if in_drive {
+                (2 * before).min(policy.max_budget())
+            } else {
+                before.saturating_sub(4 * min).max(min)
+            };
+            assert_eq!(policy.queues[&key].budget, want, "in the drive: {in_drive}");
+        }
     }
 
     // Proves a max_budget below the 4 KiB floor of the minimum budget is taken, not a panic
