@@ -1314,7 +1314,7 @@ impl Bfq {
     /// `bfq_serv_to_charge`: the service a request of `len` bytes costs queue `key`, in its
     /// budget's units: its bytes for a sync or weight-raised queue, or while the scenario is
     /// asymmetric (`bfq_asymmetric_scenario`); three times them for an async queue otherwise
-    /// (`bfq_async_charge_factor`), whose turns are so shorter and cost it more.
+    /// (`bfq_async_charge_factor`), so that its turns are shorter and cost it more.
     fn serv_to_charge(&self, key: Qid, len: u64) -> u64 {
         let queue = &self.queues[&key];
         if queue.sync || queue.wr_coeff > 1 {
