@@ -168,6 +168,11 @@ impl Anticipatory {
                 .saturating_sub(request.request_count() as u32);
         }
         let current = &mut self.levels[level];
+        // A batch counts for the level's alternation once it has dispatched: a write batch
+        // that a higher level interrupted while it waited for the reads in flight to drain
+        // served no write, and taking it as served kept the level's aged batches on reads,
+        // a buffered writer's write waiting 9.4 s (found by the starvation guard).
+        current.last_dir = dir;
         current.tokens = current.tokens.saturating_sub(1);
         current.waiting_since = if current.queued() > 0 {
             Some(now)
@@ -217,7 +222,6 @@ impl Anticipatory {
         self.batch_level = level;
         self.batch_dir = dir;
         self.batch_aged = aged;
-        self.levels[level].last_dir = dir;
         Some((level, dir, key))
     }
 }

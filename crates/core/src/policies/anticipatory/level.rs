@@ -14,7 +14,8 @@ pub(super) struct Level {
     pub(super) waiting_since: Option<Nanos>,
     /// Last FIFO check per direction (`last_check_fifo`).
     pub(super) last_check_fifo: [Nanos; 2],
-    /// Direction of this level's last batch.
+    /// Direction of the last request this level dispatched: the direction of its last batch
+    /// that served anything.
     pub(super) last_dir: usize,
 }
 
