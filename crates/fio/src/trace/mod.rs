@@ -214,21 +214,22 @@ pub struct TraceError {
 }
 
 impl TraceError {
-    /// An error at `line` of `path`.
+    /// An error at `line` of `path`. What the message quotes of the trace is cut as every
+    /// error cuts it ([`iosched_core::limits::shorten_quoted`]).
     pub fn at(path: &str, line: u64, message: impl Into<String>) -> TraceError {
         TraceError {
             path: path.to_string(),
             line: Some(line),
-            message: message.into(),
+            message: iosched_core::limits::shorten_quoted(&message.into()),
         }
     }
 
-    /// An error about `path` as a whole.
+    /// An error about `path` as a whole, its quotes cut as [`TraceError::at`]'s.
     pub fn file(path: &str, message: impl Into<String>) -> TraceError {
         TraceError {
             path: path.to_string(),
             line: None,
-            message: message.into(),
+            message: iosched_core::limits::shorten_quoted(&message.into()),
         }
     }
 }

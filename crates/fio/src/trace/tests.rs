@@ -122,6 +122,22 @@ fn msr_reads_ticks_and_bytes() {
     assert!(error(Format::Msr, "1,web,0,Read\n").contains("found 4 fields"));
 }
 
+// Proves a trace's errors quote at most 64 bytes of what it holds, as every error does (found
+// by fuzzing trace_formats: an MSR Type field of 4 KiB came back whole in the error).
+#[test]
+fn trace_errors_cut_what_they_quote() {
+    let long = "x".repeat(4096);
+    for (format, line) in [
+        (Format::Msr, format!("1,web,0,{long},0,4096,1\n")),
+        (Format::Spc, format!("0,1,512,{long},0.1\n")),
+        (Format::Msr, format!("{long},web,0,Read,0,4096,1\n")),
+    ] {
+        let message = error(format, &line);
+        assert!(message.len() < 200, "{} bytes: {message}", message.len());
+        assert!(message.contains("(4096 bytes)"), "{message}");
+    }
+}
+
 // SPC: LBA in 512-byte blocks, time in seconds (exactly, to the nanosecond).
 #[test]
 fn spc_reads_blocks_and_seconds() {
