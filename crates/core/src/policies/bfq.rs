@@ -2663,12 +2663,7 @@ mod tests {
     fn timed_out_charge(served_percent: u64, raised: bool) -> u64 {
         let mut policy = unraised();
         policy.set_tunable("max_budget", 4096).unwrap();
-        let mut r = request(1, Op::Read, 0, 65536);
-        r.flow = FlowId(1);
-        policy.insert(r, 0);
-        let Dispatch::Request(r) = policy.dispatch(0) else {
-            panic!("the reader's request goes out");
-        };
+        let r = first_read(&mut policy, 65536);
         policy.completed(&r, MILLISECOND);
         let key = policy.active.expect("the reader's turn");
         let queue = policy.queues.get_mut(&key).unwrap();
@@ -2806,12 +2801,7 @@ mod tests {
     fn too_idle_with_a_request_in_the_drive_doubles_the_budget() {
         for in_drive in [true, false] {
             let mut policy = unraised();
-            let mut r = request(1, Op::Read, 0, 4096);
-            r.flow = FlowId(1);
-            policy.insert(r, 0);
-            let Dispatch::Request(r) = policy.dispatch(0) else {
-                panic!("the reader's request goes out");
-            };
+            let r = first_read(&mut policy, 4096);
             let key = policy.active.expect("the reader's turn");
             let (before, min) = (policy.queues[&key].budget, policy.min_budget());
             if !in_drive {
@@ -2841,16 +2831,23 @@ mod tests {
         policy.set_tunable("max_budget", 1).unwrap();
         policy.set_tunable("slice_idle", 0).unwrap();
         assert_eq!((policy.min_budget(), policy.max_budget()), (1024, 1024));
-        let mut r = request(1, Op::Read, 0, 4096);
+        let r = first_read(&mut policy, 4096);
+        policy.completed(&r, MICROSECOND);
+        // It ran out of requests, with nothing to idle for: its turn ends.
+        assert!(matches!(policy.dispatch(MICROSECOND), Dispatch::Empty));
+        assert!(policy.active.is_none());
+    }
+
+    /// Queues one read of `len` bytes from flow 1 at time 0 and dispatches it: the reader's
+    /// first request, in the drive.
+    fn first_read(policy: &mut Bfq, len: u64) -> Request {
+        let mut r = request(1, Op::Read, 0, len);
         r.flow = FlowId(1);
         policy.insert(r, 0);
         let Dispatch::Request(r) = policy.dispatch(0) else {
             panic!("the reader's request goes out");
         };
-        policy.completed(&r, MICROSECOND);
-        // It ran out of requests, with nothing to idle for: its turn ends.
-        assert!(matches!(policy.dispatch(MICROSECOND), Dispatch::Empty));
-        assert!(policy.active.is_none());
+        r
     }
 
     /// BFQ with `low_latency=0`: no weight raising.
