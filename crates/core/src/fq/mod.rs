@@ -108,7 +108,9 @@
 //! [`FairQueue::select_next`] descends from the root, choosing in each group as above, until it
 //! reaches a leaf (`bfq_get_next_queue`): O(log n) per level. [`FairQueue::charge`] charges the
 //! service to the leaf and to each ancestor in its own parent's tree, advancing each of those
-//! trees' `V`: O(log n) per level.
+//! trees' `V`: O(log n) per level. [`FairQueue::next_in_service_differs`] tells a policy
+//! whether, with one leaf in service, the root would serve something else next (BFQ's
+//! `next_queue_may_preempt`).
 //!
 //! # The idle tree
 //!
@@ -529,6 +531,58 @@ impl FairQueue {
             }
             group = entity.group as usize;
         }
+    }
+
+    /// BFQ's `next_queue_may_preempt` with `in_service` in service and `newcomer` just
+    /// activated: whether the root's next entity to serve is not the one `in_service` is
+    /// served through (`sd->next_in_service != sd->in_service_entity` at the root).
+    ///
+    /// BFQ takes the entity in service out of its tree when it is a queue, or a group with one
+    /// active child (`bfq_no_longer_next_in_service`), and puts it back when a child becomes
+    /// active below it (`__bfq_requeue_entity`). So the answer is yes when `in_service` is a
+    /// child of the root, or its root child has no other active child and `newcomer` is not
+    /// below it; otherwise it is whether a selection at `now` would begin elsewhere at the
+    /// root. That selection takes the root child's tags as they were when the turn began,
+    /// where BFQ's requeue first moves its start past the service of the turn so far.
+    pub fn next_in_service_differs(
+        &self,
+        now: Nanos,
+        in_service: LeafId,
+        newcomer: LeafId,
+    ) -> Result<bool, FqError> {
+        let root_child = |mut slot: u32| {
+            while self.ents[slot as usize].parent != ROOT_SLOT {
+                slot = self.ents[slot as usize].parent;
+            }
+            slot
+        };
+        let served = root_child(self.leaf_slot(in_service)?);
+        let arrived = root_child(self.leaf_slot(newcomer)?);
+        let entity = &self.ents[served as usize];
+        if entity.kind == Kind::Leaf {
+            return Ok(true);
+        }
+        let children: usize = self.groups[entity.group as usize]
+            .trees
+            .iter()
+            .map(Tree::active_count)
+            .sum();
+        if children <= 1 && arrived != served {
+            return Ok(true);
+        }
+        let root = &self.groups[ROOT_SLOT as usize];
+        let Some(mut class) = root.trees.iter().position(Tree::has_active) else {
+            return Ok(true);
+        };
+        if now
+            > root
+                .idle_checked
+                .saturating_add(self.config.idle_class_timeout)
+            && root.trees[IDLE_CLASS].has_active()
+        {
+            class = IDLE_CLASS;
+        }
+        Ok(root.trees[class].first() != Some(served))
     }
 
     /// `leaf` received `service` (in the policy's unit): its start moves by

@@ -196,6 +196,11 @@ impl Tree {
         !self.list.is_empty() || !self.eligible.is_empty() || !self.pending.is_empty()
     }
 
+    /// How many active entities it has.
+    pub(super) fn active_count(&self) -> usize {
+        self.list.len() + self.eligible.len() + self.pending.len()
+    }
+
     #[inline(always)]
     pub(super) fn add_weight(&mut self, weight: u32) {
         self.wsum += weight as u64;
