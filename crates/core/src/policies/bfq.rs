@@ -8,28 +8,31 @@
 //!   `(8 - level) x 10` (BE 4, the default, is 40), in the service tree of its class: RT before
 //!   BE before IDLE, IDLE served at least every 200 ms (`BFQ_CL_IDLE_TIMEOUT`), one request
 //!   per turn while other queues are busy (`bfq_dispatch_rq_from_bfqq`), and never idled for.
-//!   A sync queue whose requests are all in the drive stays busy when idling matters, so its
-//!   class keeps lower ones out. Two differences from the kernel here: the wait for a queue's
-//!   next request (`slice_idle`, see Idling) starts when it runs out of requests, where the
-//!   kernel keeps it in service while its requests are in the drive (`bfq_select_queue`'s
-//!   `keep_queue`) and arms the idle timer at its last completion (`bfq_completed_request`);
-//!   and a queue whose wait ends with requests still in the drive stays in the race, where
-//!   the kernel's `__bfq_bfqq_expire` takes an emptied queue out whatever it has in the drive
-//!   (unless it was preempted while idling is needed for guarantees). Groups weigh by
+//!   A sync queue whose turn ends with its requests all in the drive stays busy when idling
+//!   matters, so its class keeps lower ones out; the kernel's `__bfq_bfqq_expire` takes an
+//!   emptied queue out whatever it has in the drive, unless it was preempted while idling is
+//!   needed for guarantees. Its back-shifting of a queue that comes back in time
+//!   (`bfq_bfqq_non_blocking_wait_rq`, which also makes such a queue preempt) is not
+//!   modelled: a queue that left the race comes back at `max(V, F)`. Groups weigh by
 //!   `io.weight`.
 //! - **Budgets.** The layer serves the queue with the smallest virtual finish among the
 //!   eligible (B-WF2Q+). The queue in service dispatches, in the elevator order CFQ also uses
 //!   (forward first; backward within `back_seek_max` at `back_seek_penalty` times the cost),
-//!   until its budget is spent, `timeout_sync` has passed, or it runs out of requests. A
+//!   until its budget is spent, its turn times out, or it runs out of requests. A turn times
+//!   out `timeout_sync` after it began, 30 times that for an interactive raised queue (its
+//!   weight over its own, `bfq_set_budget_timeout`), not while the disk idles for it
+//!   (`bfq_may_expire_for_budg_timeout`). A
 //!   request costs its bytes, or three times them for an async queue that is not raised while
 //!   the scenario is symmetric (`bfq_serv_to_charge`, `bfq_async_charge_factor`), so an async
 //!   queue's turns are shorter. Its FIFO is checked once per turn (`fifo_expire_sync`,
 //!   `fifo_expire_async`).
 //! - **Budget feedback** (`__bfq_bfqq_recalc_budget`): a new queue starts at two thirds of
 //!   `max_budget` (`bfq_init_bfqq`). A sync queue that spent its budget gets four times more
-//!   next time, one that timed out twice more, one that went idle four minimum budgets less
-//!   (twice more if its requests were still in the drive), one that ran out of requests what
-//!   it used, never beyond `max_budget` nor below a 32nd of it. A weight-raised queue keeps
+//!   next time, one that timed out twice more, one that went idle four minimum budgets less,
+//!   one that ran out of requests what it used, never beyond `max_budget` nor below a 32nd of
+//!   it. (The kernel doubles the budget of a queue whose idle wait ends with requests in the
+//!   drive; its timer, armed at the last completion as here, does that only when it races a
+//!   dispatch, which a simulation does not.) A weight-raised queue keeps
 //!   two minimum budgets (cut to that when its raising starts,
 //!   `bfq_update_bfqq_wr_on_rq_arrival`), an async queue always has `max_budget`.
 //!   `max_budget` 0 means automatic: the peak rate measured on the device times
@@ -38,28 +41,38 @@
 //!   slow, or timed out with a third of its budget or more left: then it is charged at least
 //!   the share of `max_budget` its time used (`bfq_bfqq_charge_time`), so a seeky or slow
 //!   queue pays for the disk time it took. Slow is `bfq_bfqq_is_slow`'s: over a turn longer
-//!   than 20 ms, served less than half of `max_budget`; over a shorter one, seeky. As
+//!   than 20 ms (to when the idle wait began, for a turn the wait ends), served less than half
+//!   of `max_budget`; over a shorter one, seeky. The peak rate is measured over the same time,
+//!   as BFQ did in `bfq_bfqq_is_slow` before Linux 4.13 (the kernel now samples it at each
+//!   dispatch). As
 //!   `bfq_bfqq_expire`, a queue that used two thirds of its budget before its timeout is
 //!   charged what its requests cost (a
 //!   sequential reader unlucky in a slow zone keeps its share of the bandwidth), and a
 //!   weight-raised queue is never charged by time.
 //! - **Idling** (`bfq_better_to_idle`). When a synchronous queue in service runs out of
-//!   requests, the disk waits up to `slice_idle` for its next one for throughput
+//!   requests and idling is better, it stays in service while its requests are in the drive
+//!   (`bfq_select_queue`'s `keep_queue`), and the disk waits for its next one from its last
+//!   completion (`bfq_completed_request` arms the idle timer, `bfq_arm_slice_timer`):
+//!   `slice_idle`, at most `BFQ_MIN_TT` (2 ms) for a seeky queue that is not raised while the
+//!   scenario is symmetric, at least 20 ms for a raised one. When the wait ends, the turn ends
+//!   too idle, or timed out (`bfq_idle_slice_timer_body`). When idling is not better, the
+//!   turn ends when the queue runs out of requests. Idling is better for throughput
 //!   (`idling_boosts_thr_without_issues`: the drive does not queue commands, or the queue is
 //!   sequential, I/O-bound and of a short think time; and no raised queue is busy), or for
 //!   service guarantees (`idling_needed_for_service_guarantees`): the queue is raised while
-//!   another busy queue is not, it is the only busy queue, or the queues and groups with work
-//!   do not all weigh the same. Think time is `bfq_update_io_thinktime`'s (short unless its
+//!   another busy queue is not, it is the only busy queue, or the scenario is asymmetric
+//!   (`bfq_asymmetric_scenario`): the busy queues are of several classes, or several groups
+//!   have work, or the queues weigh differently and this one is not of the smallest weight
+//!   (Linux 5.2 on). Think time is `bfq_update_io_thinktime`'s (short unless its
 //!   mean over more than 80 samples exceeds half of `slice_idle`); a queue stops being
 //!   I/O-bound when a turn ends too idle having used a fifth of its budget or less, and is
 //!   again after 120 busy periods begun within 3 x `slice_idle` of its last completion.
-//! - **Preemption.** A queue that becomes busy with a higher class (RT over BE over IDLE) or a
-//!   higher weight than the queue in service ends its turn
-//!   (`bfq_bfqq_higher_class_or_weight`, in `bfq_bfqq_handle_idle_busy_switch`): weights of
-//!   two queues of one group compare directly, of queues in different groups their groups'.
-//!   The kernel also asks that the newcomer be next in the root's schedule
-//!   (`next_queue_may_preempt`) and preempts an in-service queue that no longer needs idling;
-//!   neither is modelled.
+//! - **Preemption** (`bfq_bfqq_handle_idle_busy_switch`). A queue that becomes busy ends the
+//!   turn of the queue in service if it is of a higher class (RT over BE over IDLE) or weighs
+//!   more (`bfq_bfqq_higher_class_or_weight`: weights of two queues of one group compare
+//!   directly, of queues in different groups their groups'), or if the queue in service does
+//!   not need idling any more; and only if the root would serve something else next
+//!   (`next_queue_may_preempt`, [`FairQueue::next_in_service_differs`]).
 //! - **Depth limits** (`bfq_limit_depth`, [`Policy::may_allocate`]): reads may take every one
 //!   of the `nr_requests` scheduler requests, sync writes three quarters, async I/O half; and a
 //!   queue (or a cgroup above it) holding its weight's share of that limit already takes no
@@ -104,7 +117,9 @@
 //!   arrives with the drive empty is timed from arrival to completion as the base; with
 //!   injected requests around, a time 1.5x the base or more lowers the limit, a shorter one
 //!   raises it; it restarts at 0 (1 for a long think time) every second
-//!   (`bfq_reset_inject_limit`). Think time is `bfq_update_io_thinktime`'s, short unless its
+//!   (`bfq_reset_inject_limit`). (The kernel means to allow one request at a limit of 0 once
+//!   the disk has idled `slice_idle`, but compares `slice_idle` in nanoseconds with jiffies,
+//!   so that never happens; nor here.) Think time is `bfq_update_io_thinktime`'s, short unless its
 //!   mean exceeds half of `slice_idle`. The kernel also injects a waker queue's and the same
 //!   process's async I/O first (waker detection); not modelled. Injected service is accounted
 //!   as the kernel does (`bfq_bfqq_served` for a queue not in service): the virtual times
@@ -247,6 +262,11 @@ const WR_MIN_IDLE_TIME: Nanos = 2 * SECOND;
 /// sectors per microsecond (109 MB/s) raises for 7 s, slower ones longer (bfq_wr_duration).
 const REF_RATE: u64 = 109_375_000;
 const REF_WR_DURATION: Nanos = 7 * SECOND;
+/// `BFQ_MIN_TT`: the idle wait of a seeky queue that is not raised, in a symmetric scenario
+/// (`bfq_arm_slice_timer`).
+const MIN_TT: Nanos = 2 * MILLISECOND;
+/// A raised queue's idle wait is at least this long (`bfq_arm_slice_timer`).
+const WR_MIN_IDLE_WAIT: Nanos = 20 * MILLISECOND;
 
 /// This module's entries in the policy catalog (`iosched policies`).
 pub const POLICIES: &[PolicyInfo] = &[
@@ -631,16 +651,15 @@ struct Queue {
     /// race, against its budget (`entity->service` of a queue not in service, which
     /// `__bfq_deactivate_entity` resets).
     injected: u64,
-    /// When it last entered the race or was requeued in it, in entries counted by
-    /// `Bfq::entries`: the kernel's `active_list` order (`bfq_active_insert` puts a queue at
-    /// the head at each), which injection walks from the latest.
-    entered: u64,
+    /// Its neighbours on [`Bfq::active_list`] (toward the head, toward the tail) while it is
+    /// on it (`bfqq_list`).
+    active_prev: Option<Qid>,
+    active_next: Option<Qid>,
+    on_active_list: bool,
     /// Created in a large burst of queues (`in_large_burst`): not weight-raised.
     in_large_burst: bool,
     /// Marked in [`Holds::loosened`] since the last report.
     loosened: bool,
-    /// Its place in [`Bfq::with_queued`] while it has requests queued.
-    with_queued_at: usize,
     /// The kinds ([`Depth`], a bit each) of its waiters it has held itself since its last
     /// report ([`queue_hold`]), and whether a cgroup held one of them ([`group_hold`]): what
     /// [`Bfq::take_loosened`] reports when it is marked.
@@ -728,10 +747,24 @@ impl Census {
     }
 
     /// Whether the queues counted, and `extra` if given, have more than one weight, class or
-    /// group (`bfq_asymmetric_scenario`).
-    fn asymmetric(&self, extra: Option<Member>) -> bool {
-        let weights = self.weights.len()
-            + extra.map_or(0, |m| usize::from(!self.weights.contains_key(&m.weight)));
+    /// group (`bfq_asymmetric_scenario`), as a queue of weight `own` sees it: the weights
+    /// differing does not count for a queue of the smallest (Linux 5.2 on: its share needs no
+    /// idling to keep, the others' idling gives it).
+    fn asymmetric(&self, extra: Option<Member>, own: u32) -> bool {
+        let smallest = self
+            .weights
+            .keys()
+            .next()
+            .copied()
+            .into_iter()
+            .chain(extra.map(|m| m.weight))
+            .min();
+        let weights = if smallest == Some(own) {
+            1
+        } else {
+            self.weights.len()
+                + extra.map_or(0, |m| usize::from(!self.weights.contains_key(&m.weight)))
+        };
         let classes = self.classes.iter().filter(|&&n| n > 0).count()
             + extra.map_or(0, |m| usize::from(self.classes[usize::from(m.class).min(3)] == 0));
         let groups = self.groups.len()
@@ -758,15 +791,18 @@ pub struct Bfq {
     requeued: VecDeque<Request>,
     queued: usize,
     active: Option<Qid>,
+    /// When the queue in service was put in service (`last_budget_start`).
     turn_start: Nanos,
-    turn_first_dispatch: Option<Nanos>,
     /// Bytes the queue in service dispatched this turn (the peak rate is measured on them).
     served: u64,
     /// The service those bytes cost it (`entity->service`, in [`Bfq::serv_to_charge`]'s
     /// units, as its budget is).
     service: u64,
     fifo_checked: bool,
+    /// When the wait for the queue in service's next request ends ([`Bfq::idle_wait`] after
+    /// it began, at `idle_since`).
     idle_until: Option<Nanos>,
+    idle_since: Nanos,
     /// Device peak rate estimate, bytes per second.
     peak_rate: u64,
     /// Last head position, for the elevator.
@@ -802,8 +838,10 @@ pub struct Bfq {
     /// dispatched is to be timed (`wait_dispatch`), the one being timed (`waited_rq`), and
     /// when the measurement began (`last_empty_occupied_ns`).
     rqs_injected: bool,
-    /// Entries of queues into the race and requeues so far ([`Queue::entered`]).
-    entries: u64,
+    /// The queues active in the fair queue, the one that entered the race or was requeued in
+    /// it last first (the kernel's `active_list`, `bfq_active_insert`): injection takes the
+    /// first with a request that fits, as the kernel walks it.
+    active_list: Option<Qid>,
     wait_dispatch: bool,
     waited_rq: Option<RequestId>,
     last_empty_occupied: Nanos,
@@ -820,11 +858,6 @@ pub struct Bfq {
     held_by_group: HashMap<GroupId, u64>,
     /// The waiters held back by their queue's share, as [`Policy::loosened`] needs them.
     holds: Holds,
-    /// The queues with requests queued, in no order: the ones injection chooses among. At
-    /// most as many as requests queued, where the queues are as many as jobs (a walk over
-    /// all of them at each injection was most of a request's cost with 1024 jobs in 4
-    /// cgroups).
-    with_queued: Vec<Qid>,
 }
 
 impl Default for Bfq {
@@ -845,11 +878,11 @@ impl Bfq {
             queued: 0,
             active: None,
             turn_start: 0,
-            turn_first_dispatch: None,
             served: 0,
             service: 0,
             fifo_checked: false,
             idle_until: None,
+            idle_since: 0,
             peak_rate: 0,
             head: 0,
             slice_idle: from_millis(TUNABLES[0].default),
@@ -873,7 +906,7 @@ impl Bfq {
             hw_tag: None,
             hw_tag_samples: 0,
             rqs_injected: false,
-            entries: 0,
+            active_list: None,
             wait_dispatch: false,
             waited_rq: None,
             last_empty_occupied: 0,
@@ -882,25 +915,6 @@ impl Bfq {
             last_ins_in_burst: 0,
             burst_group: None,
             holds: Holds::default(),
-            with_queued: Vec::new(),
-        }
-    }
-
-    /// Queue `key`, which had nothing queued, has a request queued now.
-    fn now_queued(&mut self, key: Qid) {
-        if let Some(queue) = self.queues.get_mut(&key) {
-            queue.with_queued_at = self.with_queued.len();
-            self.with_queued.push(key);
-        }
-    }
-
-    /// Queue `key` has nothing queued any more.
-    fn none_queued(&mut self, key: Qid) {
-        let at = self.queues[&key].with_queued_at;
-        debug_assert_eq!(self.with_queued.get(at), Some(&key), "listed where it says");
-        self.with_queued.swap_remove(at);
-        if let Some(&moved) = self.with_queued.get(at) {
-            self.queues.get_mut(&moved).expect("listed").with_queued_at = at;
         }
     }
 
@@ -938,6 +952,16 @@ impl Bfq {
             return None;
         }
         self.member_of(key)
+    }
+
+    /// What queue `key`, in service, adds to the census when it counts in it as busy, which
+    /// the kernel's in-service queue is (`idling_needed_for_service_guarantees`): nothing if
+    /// it is counted already.
+    fn in_service_extra(&self, key: Qid) -> Option<Member> {
+        match self.member(key) {
+            Some(_) => None,
+            None => self.member_of(key),
+        }
     }
 
     /// Brings the census up to date with queue `key`, which counted as `before` ahead of the
@@ -1270,27 +1294,25 @@ impl Bfq {
             return None;
         }
         let always = waiting.wr_coeff == 1 || !waiting.short_ttime;
-        // The busy queues but the one in service with requests queued: those listed in
-        // `with_queued` (in no order); the one that entered the race or was requeued last
-        // goes, as the first on the kernel's `active_list`.
-        let (_, other, pick, charge) = self
-            .with_queued
-            .iter()
-            .filter(|&&k| k != key)
-            .filter_map(|&k| {
-                let q = &self.queues[&k];
-                debug_assert!(!q.sort.is_empty(), "listed with requests queued");
-                if !((always || q.wr_coeff > 1) && self.fq.is_active(q.leaf).unwrap_or(false)) {
-                    return None;
-                }
-                let pick = self.next_in(q)?;
-                // bfq_choose_bfqq_for_injection: its next request's charge within what is
-                // left of its budget.
-                let charge = self.serv_to_charge(k, q.sort[&pick].request.len);
-                (q.injected + charge <= q.budget.max(charge))
-                    .then_some((q.entered, k, pick, charge))
-            })
-            .max_by_key(|&(entered, _, _, _)| entered)?;
+        // The busy queues with requests queued, from the one that entered the race or was
+        // requeued last, as the kernel walks `active_list`: the first whose next request fits
+        // goes.
+        let (other, pick, charge) = std::iter::successors(self.active_list, |k| {
+            self.queues[k].active_next
+        })
+        .filter(|&k| k != key)
+        .find_map(|k| {
+            let q = &self.queues[&k];
+            if q.sort.is_empty() || !(always || q.wr_coeff > 1) {
+                return None;
+            }
+            debug_assert!(self.fq.is_active(q.leaf).unwrap_or(false), "listed while active");
+            let pick = self.next_in(q)?;
+            // bfq_choose_bfqq_for_injection: its next request's charge within what is left
+            // of its budget.
+            let charge = self.serv_to_charge(k, q.sort[&pick].request.len);
+            (q.injected + charge <= q.budget.max(charge)).then_some((k, pick, charge))
+        })?;
         self.rqs_injected = true;
         let request = self.remove_for_dispatch(other, pick);
         let queue = self.queues.get_mut(&other).expect("live queue");
@@ -1305,6 +1327,7 @@ impl Bfq {
         self.fq.serve_aside(leaf, charge.max(1)).expect("live leaf");
         if empty {
             self.fq.deactivate(leaf).expect("live leaf");
+            self.leave_active_list(other);
             self.loosen(other);
             self.recount_wr_busy(other);
         }
@@ -1320,11 +1343,7 @@ impl Bfq {
         if queue.sync || queue.wr_coeff > 1 {
             return len;
         }
-        let extra = match self.member(key) {
-            Some(_) => None,
-            None => self.member_of(key),
-        };
-        if self.census.asymmetric(extra) {
+        if self.asymmetric_for(key) {
             len
         } else {
             len.saturating_mul(ASYNC_CHARGE_FACTOR)
@@ -1333,8 +1352,29 @@ impl Bfq {
 
     /// Queue `key` enters the race or is requeued in it: the latest on `active_list`.
     fn entered(&mut self, key: Qid) {
-        self.entries += 1;
-        self.queues.get_mut(&key).expect("live queue").entered = self.entries;
+        self.leave_active_list(key);
+        let head = self.active_list.replace(key);
+        if let Some(head) = head {
+            self.queues.get_mut(&head).expect("listed").active_prev = Some(key);
+        }
+        let queue = self.queues.get_mut(&key).expect("live queue");
+        (queue.active_prev, queue.active_next, queue.on_active_list) = (None, head, true);
+    }
+
+    /// Queue `key` leaves the race: off `active_list` (`bfq_active_extract`), if on it.
+    fn leave_active_list(&mut self, key: Qid) {
+        let queue = self.queues.get_mut(&key).expect("live queue");
+        if !std::mem::take(&mut queue.on_active_list) {
+            return;
+        }
+        let (prev, next) = (queue.active_prev.take(), queue.active_next.take());
+        match prev {
+            Some(prev) => self.queues.get_mut(&prev).expect("listed").active_next = next,
+            None => self.active_list = next,
+        }
+        if let Some(next) = next {
+            self.queues.get_mut(&next).expect("listed").active_prev = prev;
+        }
     }
 
     /// `bfq_bfqq_handle_idle_busy_switch` with `bfq_update_bfqq_wr_on_rq_arrival` and
@@ -1504,10 +1544,11 @@ impl Bfq {
             last_serv_time: 0,
             decrease_time: request.arrival,
             injected: 0,
-            entered: 0,
+            active_prev: None,
+            active_next: None,
+            on_active_list: false,
             in_large_burst: false,
             loosened: false,
-            with_queued_at: 0,
             held_kinds: 0,
             held_by_cgroup: false,
         });
@@ -1561,6 +1602,7 @@ impl Bfq {
             .map(|(k, _)| k)
             .collect();
         for key in idle {
+            self.leave_active_list(key);
             let queue = self.queues.remove(key).expect("listed");
             if queue.wr_coeff > 1 {
                 self.raised -= 1;
@@ -1618,11 +1660,7 @@ impl Bfq {
         if self.idling_boosts_throughput(key) {
             return true;
         }
-        // The queue in service counts as busy, as in idling_needed_for_service_guarantees.
-        let extra = match self.member(key) {
-            Some(_) => None,
-            None => self.member_of(key),
-        };
+        let extra = self.in_service_extra(key);
         let busy_queues = self.census.queues + usize::from(extra.is_some());
         let raised_busy = self.census.raised + usize::from(extra.is_some_and(|m| m.raised));
         if busy_queues == 1
@@ -1634,7 +1672,47 @@ impl Bfq {
         // Queues of two classes with work (RT and BE, say) are asymmetric too: without idling
         // the lower class's requests would reach the device between the higher's
         // (`multiple_classes_busy` in bfq_asymmetric_scenario).
-        self.census.asymmetric(extra)
+        self.asymmetric_for(key)
+    }
+
+    /// `bfq_asymmetric_scenario` for queue `key`, which counts as busy ([`Census::asymmetric`]).
+    fn asymmetric_for(&self, key: Qid) -> bool {
+        let own = self.member_of(key).map_or(0, |m| m.weight);
+        self.census.asymmetric(self.in_service_extra(key), own)
+    }
+
+    /// How long the disk waits for the next request of `key`, in service (`bfq_arm_slice_timer`):
+    /// `slice_idle`, at most `BFQ_MIN_TT` (2 ms) for a seeky queue that is not raised in a
+    /// symmetric scenario (idling there buys no guarantee, only the chance of a close request),
+    /// and at least 20 ms for a raised queue.
+    fn idle_wait(&self, key: Qid) -> Nanos {
+        let queue = &self.queues[&key];
+        if queue.wr_coeff > 1 {
+            self.slice_idle.max(WR_MIN_IDLE_WAIT)
+        } else if queue.seeky() && !self.asymmetric_for(key) {
+            self.slice_idle.min(MIN_TT)
+        } else {
+            self.slice_idle
+        }
+    }
+
+    /// How long the turn of `key`, put in service, may last (`bfq_set_budget_timeout`):
+    /// `timeout_sync`, times the raising factor for an interactive raising (the queue's weight
+    /// over its original weight), not for a soft real-time one.
+    fn turn_timeout(&self, key: Qid) -> Nanos {
+        let queue = &self.queues[&key];
+        if queue.wr_coeff > 1 && queue.wr_duration != WR_RT_MAX_TIME {
+            self.timeout_sync.saturating_mul(u64::from(queue.wr_coeff))
+        } else {
+            self.timeout_sync
+        }
+    }
+
+    /// `bfq_arm_slice_timer`: the disk waits from `now` for the next request of `key`, in
+    /// service, for [`Bfq::idle_wait`].
+    fn arm_idle_timer(&mut self, key: Qid, now: Nanos) {
+        self.idle_since = now;
+        self.idle_until = Some(now.saturating_add(self.idle_wait(key)));
     }
 
     /// Whether `request` may take one of the `nr_requests` scheduler requests with `in_use`
@@ -1989,26 +2067,34 @@ impl Bfq {
 
     /// Ends the turn of the queue in service (`bfq_bfqq_expire`).
     fn expire(&mut self, now: Nanos, reason: Expiration) {
+        self.expire_with(now, reason, false);
+    }
+
+    /// The idle timer expires the queue in service (`bfq_idle_slice_timer_body`): its turn is
+    /// timed to when the idling began.
+    fn expire_idle(&mut self, now: Nanos, reason: Expiration) {
+        self.expire_with(now, reason, true);
+    }
+
+    /// `bfq_bfqq_expire`, with `compensate` for an expiry by the idle timer.
+    fn expire_with(&mut self, now: Nanos, reason: Expiration, compensate: bool) {
         let Some(key) = self.active.take() else {
             return;
         };
 
         // A turn that ends idle is timed to when the idling began (bfq_bfqq_is_slow with
         // `compensate`, as the idle timer expires a queue): the wait is not service.
-        let idling_since = match (reason, self.idle_until.take()) {
-            (Expiration::TooIdle, Some(until)) => until.saturating_sub(self.slice_idle),
+        let idling_since = match self.idle_until.take() {
+            Some(_) if compensate => self.idle_since,
             _ => now,
         };
-        let elapsed = self
-            .turn_first_dispatch
-            .map_or(0, |first| now.saturating_sub(first));
-        let busy = self
-            .turn_first_dispatch
-            .map_or(0, |first| idling_since.saturating_sub(first));
-        // Peak rate: a queue that was served sequentially for long enough shows the device.
+        let busy = idling_since.saturating_sub(self.turn_start);
+        // Peak rate: a queue that was served sequentially for long enough shows the device
+        // (over the same time as the slowness, as BFQ measured it in `bfq_bfqq_is_slow` before
+        // Linux 4.13: the idle wait is not the device's time).
         let queue = self.queues.get(&key).expect("queue in service exists");
-        if !queue.seeky() && elapsed >= 20 * MILLISECOND && self.served > 0 {
-            let rate = (u128::from(self.served) * u128::from(SECOND) / u128::from(elapsed)) as u64;
+        if !queue.seeky() && busy >= 20 * MILLISECOND && self.served > 0 {
+            let rate = (u128::from(self.served) * u128::from(SECOND) / u128::from(busy)) as u64;
             self.peak_rate = if rate > self.peak_rate {
                 rate
             } else {
@@ -2063,11 +2149,9 @@ impl Bfq {
             match reason {
                 Expiration::BudgetExhausted => queue.budget.saturating_mul(4).min(max_budget),
                 Expiration::BudgetTimeout => queue.budget.saturating_mul(2).min(max_budget),
-                // Its requests still in the drive may be what it waits on: more budget, not
-                // less.
-                Expiration::TooIdle if queue.in_flight > 0 => {
-                    queue.budget.saturating_mul(2).min(max_budget)
-                }
+                // The kernel doubles the budget of a queue whose idle timer fires with
+                // requests in the drive; armed at the last completion, as here, the timer
+                // does that only when it races a dispatch, which a simulation does not.
                 Expiration::TooIdle => {
                     queue.budget.saturating_sub(4 * min_budget).max(min_budget)
                 }
@@ -2088,16 +2172,7 @@ impl Bfq {
                 self.queues.get_mut(&key).expect("live").softrt_update = true;
             }
         }
-        // A sync queue whose process is likely to issue again at once (a request in flight,
-        // or one completed within slice_idle) stays in the race, as BFQ's back-shifting of a
-        // queue that was waiting for its next request gives it back its place
-        // (bfq_bfqq_non_blocking_wait_rq): otherwise it would lose its turn to any sibling
-        // at every expiry.
         let queue = &self.queues[&key];
-        let expected = reason != Expiration::TooIdle
-            && reason != Expiration::NoMoreRequests
-            && self.better_to_idle(key)
-            && (queue.in_flight > 0 || now.saturating_sub(queue.last_completion) < self.slice_idle);
         // A sync queue with requests still in the drive stays busy, in the active tree, when
         // idling matters for service guarantees: its class keeps the lower classes out, and
         // the IDLE class gets the disk only after BFQ_CL_IDLE_TIMEOUT. This differs from the
@@ -2108,7 +2183,7 @@ impl Bfq {
         let in_the_drive = queue.sync && queue.in_flight > 0 && self.better_to_idle(key);
         // Charged, then requeued with its next budget or out of the race (the fair queue's
         // expiry; `better_to_idle` above reads only the leaf's class, which a charge leaves).
-        let next_budget = (queued > 0 || expected || in_the_drive).then(|| {
+        let next_budget = (queued > 0 || in_the_drive).then(|| {
             let next = self.queues[&key]
                 .sort
                 .values()
@@ -2122,6 +2197,13 @@ impl Bfq {
             .expect("live leaf");
         if next_budget.is_some() {
             self.entered(key);
+        } else {
+            self.leave_active_list(key);
+        }
+        if next_budget.is_none() && self.queues[&key].in_flight == 0 {
+            // __bfq_bfqq_expire: when a queue is left with nothing to do, for the silence that
+            // makes it interactive again (`budget_timeout`, overloaded as the kernel does).
+            self.queues.get_mut(&key).expect("live").budget_timeout = now;
         }
         // Out of service, and out of the race if it left it: its share no longer binds.
         self.loosen(key);
@@ -2142,7 +2224,6 @@ impl Bfq {
         }
         self.served += request.len;
         self.service += charge;
-        self.turn_first_dispatch.get_or_insert(now);
         request
     }
 
@@ -2152,7 +2233,6 @@ impl Bfq {
         let queue = self.queues.get_mut(&key).expect("queue exists");
         let entry = queue.sort.remove(&sort_key).expect("on the sort list");
         queue.fifo.remove(&(entry.expires, sort_key.1));
-        let emptied = queue.sort.is_empty();
         let request = entry.request;
         let far = request.offset.abs_diff(queue.last_end) > SEEK_THRESHOLD;
         queue.seek_history = (queue.seek_history << 1) | u32::from(far);
@@ -2163,9 +2243,6 @@ impl Bfq {
         self.in_driver += 1;
         self.head = request.end();
         self.queued -= 1;
-        if emptied {
-            self.none_queued(key);
-        }
         request
     }
 }
@@ -2308,12 +2385,8 @@ impl Bfq {
         queue.fifo.insert((expires, request.id), request.offset);
         let len = request.len;
         let before = (queue.in_flight > 0 || !queue.sort.is_empty()).then_some(());
-        let first = queue.sort.is_empty();
         queue.sort.insert(sort_key, Entry { request, expires });
         let (leaf, group) = (queue.leaf, queue.group);
-        if first {
-            self.now_queued(key);
-        }
         self.hold(group, true);
         self.queued += 1;
         if before.is_none() {
@@ -2335,8 +2408,16 @@ impl Bfq {
             self.start_inject_measure(key, now);
         } else if let Some(active) = self.active {
             // bfq_bfqq_handle_idle_busy_switch: a queue that becomes busy with a higher class
-            // or weight than the one in service ends its turn.
-            if became_busy && self.higher_class_or_weight(key, active) {
+            // or weight than the one in service, or while that one no longer needs idling,
+            // ends its turn if the root would serve something else next
+            // (next_queue_may_preempt).
+            if became_busy
+                && (self.higher_class_or_weight(key, active) || !self.better_to_idle(active))
+                && self
+                    .fq
+                    .next_in_service_differs(now, self.queues[&active].leaf, leaf)
+                    .expect("live leaves")
+            {
                 self.expire(now, Expiration::Preempted);
             }
         }
@@ -2399,11 +2480,10 @@ impl Bfq {
                     self.fq.begin_turn(leaf).expect("live leaf");
                     self.active = Some(key);
                     self.turn_start = now;
-                    if let Some(queue) = self.queues.get_mut(&key) {
-                        queue.budget_timeout = now.saturating_add(self.timeout_sync);
-                        queue.injected = 0;
-                    }
-                    self.turn_first_dispatch = None;
+                    let timeout = self.turn_timeout(key);
+                    let queue = self.queues.get_mut(&key).expect("a live queue");
+                    queue.budget_timeout = now.saturating_add(timeout);
+                    queue.injected = 0;
                     self.served = 0;
                     self.service = 0;
                     self.fifo_checked = false;
@@ -2411,32 +2491,40 @@ impl Bfq {
                     key
                 }
             };
-            let timeout = self.timeout_sync;
-            if self
-                .turn_first_dispatch
-                .is_some_and(|first| now.saturating_sub(first) >= timeout)
-            {
+            let queue = &self.queues[&key];
+            let timed_out = now >= queue.budget_timeout;
+            // bfq_may_expire_for_budg_timeout: not while the idle timer runs, nor while the
+            // queue must idle (bfq_bfqq_must_idle: nothing queued, and idling is better).
+            let must_idle = queue.queued() == 0 && self.better_to_idle(key);
+            if timed_out && self.idle_until.is_none() && !must_idle {
                 self.expire(now, Expiration::BudgetTimeout);
                 continue;
             }
             let queue = &self.queues[&key];
             if queue.queued() == 0 {
-                let recent = now.saturating_sub(queue.last_completion) < self.slice_idle;
-                if self.better_to_idle(key)
-                    && (queue.in_flight > 0
-                        || self.idle_until.is_some()
-                        || self.served > 0
-                        || recent)
-                {
-                    let until = *self.idle_until.get_or_insert(now + self.slice_idle);
+                // bfq_select_queue with nothing queued: the idle timer runs, or the queue
+                // waits for its requests in the drive (keep_queue; the timer starts at the
+                // last completion, `Bfq::request_completed`), injecting meanwhile.
+                if let Some(until) = self.idle_until {
                     if now < until {
                         if let Some(request) = self.inject(key) {
                             return Dispatch::Request(request);
                         }
-                        let deadline = self.turn_first_dispatch.map_or(until, |f| f + timeout);
-                        return Dispatch::WaitUntil(until.min(deadline.max(now + 1)));
+                        return Dispatch::WaitUntil(until);
                     }
-                    self.expire(now, Expiration::TooIdle);
+                    // bfq_idle_slice_timer_body.
+                    let reason = if timed_out {
+                        Expiration::BudgetTimeout
+                    } else {
+                        Expiration::TooIdle
+                    };
+                    self.expire_idle(now, reason);
+                } else if must_idle && queue.in_flight > 0 {
+                    if let Some(request) = self.inject(key) {
+                        return Dispatch::Request(request);
+                    }
+                    // Woken by the completion; the time only bounds the wait.
+                    return Dispatch::WaitUntil(now.saturating_add(self.timeout_sync));
                 } else {
                     self.expire(now, Expiration::NoMoreRequests);
                 }
@@ -2496,6 +2584,9 @@ impl Bfq {
         queue.last_completion = now;
         self.leave_drive(key);
         self.recount(key, before);
+        if self.active == Some(key) {
+            self.in_service_completed(key, now);
+        }
         let queue = self.queues.get_mut(&key).expect("just counted");
         // bfq_completed_request: the soft real-time start postponed at the expiry, now that
         // nothing is in flight (unless interactive raising runs).
@@ -2507,6 +2598,31 @@ impl Bfq {
             queue.softrt_update = false;
             let next = self.softrt_next_start(key, now);
             self.queues.get_mut(&key).expect("live").soft_rt_next_start = next;
+        }
+        if self.active == Some(key) {
+            self.in_service_completed(key, now);
+        }
+    }
+
+    /// `bfq_completed_request` for `key`, the queue in service: while it must idle (nothing
+    /// queued, and idling is better) it stays in service, and its last request in the drive
+    /// arms the idle timer; otherwise its turn ends if it timed out, or if it has nothing
+    /// queued and nothing to wait for.
+    fn in_service_completed(&mut self, key: Qid, now: Nanos) {
+        let queue = &self.queues[&key];
+        let (queued, in_flight) = (queue.queued(), queue.in_flight);
+        let better_to_idle = queued == 0 && self.better_to_idle(key);
+        if better_to_idle {
+            if in_flight == 0 && self.idle_until.is_none() {
+                self.arm_idle_timer(key, now);
+            }
+            return;
+        }
+        let timed_out = now >= self.queues[&key].budget_timeout;
+        if timed_out && self.idle_until.is_none() {
+            self.expire(now, Expiration::BudgetTimeout);
+        } else if queued == 0 {
+            self.expire(now, Expiration::NoMoreRequests);
         }
     }
 
@@ -2527,7 +2643,9 @@ impl Bfq {
             queue.wr_busy = false;
             queue.injected = 0;
         }
-        self.with_queued.clear();
+        while let Some(key) = self.active_list {
+            self.leave_active_list(key);
+        }
         self.wr_busy_queues = 0;
         out[start..].sort_by_key(|r| (r.arrival, r.id));
         self.queued = 0;
@@ -2794,32 +2912,141 @@ mod tests {
         assert_eq!(policy.queues[&key].budget, 2 * min, "spent, and still raised");
     }
 
-    // Proves __bfq_bfqq_recalc_budget's BFQQE_TOO_IDLE: a sync queue whose idling ends with
-    // its request still in the drive gets twice the budget (it may be waiting on that
-    // request); one with nothing in the drive loses four minimum budgets.
+    // Proves bfq_select_queue's keep_queue and bfq_completed_request's bfq_arm_slice_timer: a
+    // sync queue that ran out of requests while one is in the drive stays in service, however
+    // long the drive takes, and the wait for its next request starts at that completion; when
+    // it ends, the turn ends too idle (__bfq_bfqq_recalc_budget's BFQQE_TOO_IDLE with nothing
+    // in the drive: four minimum budgets less).
     #[test]
-    fn too_idle_with_a_request_in_the_drive_doubles_the_budget() {
-        for in_drive in [true, false] {
-            let mut policy = unraised();
-            let r = first_read(&mut policy, 4096);
-            let key = policy.active.expect("the reader's turn");
-            let (before, min) = (policy.queues[&key].budget, policy.min_budget());
-            if !in_drive {
-                policy.completed(&r, MICROSECOND);
-            }
-            // It idles for its next request, which does not come.
-            let Dispatch::WaitUntil(until) = policy.dispatch(2 * MICROSECOND) else {
-                panic!("the disk idles for the reader");
+    fn the_idle_timer_starts_at_the_last_completion() {
+        let mut policy = unraised();
+        // A fixed max_budget: one read in 50 ms is no peak rate to size budgets by.
+        policy.set_tunable("max_budget", 8192).unwrap();
+        let r = first_read(&mut policy, 4096);
+        let key = policy.active.expect("the reader's turn");
+        let (before, min) = (policy.queues[&key].budget, policy.min_budget());
+        // Its read takes 50 ms in the drive, six idle waits: the queue keeps its turn.
+        let mut now = 0;
+        while now < 50 * MILLISECOND {
+            let Dispatch::WaitUntil(until) = policy.dispatch(now) else {
+                panic!("the disk waits for the reader's read in the drive");
             };
-            let _ = policy.dispatch(until);
-            assert!(policy.active.is_none(), "the turn ended too idle");
-            let want = if in_drive {
-                (2 * before).min(policy.max_budget())
-            } else {
-                before.saturating_sub(4 * min).max(min)
-            };
-            assert_eq!(policy.queues[&key].budget, want, "in the drive: {in_drive}");
+            assert!(until > now);
+            assert_eq!(policy.active, Some(key), "still in service at {now}");
+            now = until.min(now + 5 * MILLISECOND);
         }
+        policy.completed(&r, 50 * MILLISECOND);
+        assert_eq!(
+            policy.dispatch(50 * MILLISECOND),
+            Dispatch::WaitUntil(50 * MILLISECOND + policy.slice_idle),
+            "the wait starts at the completion"
+        );
+        assert_eq!(policy.active, Some(key));
+        assert_eq!(policy.dispatch(50 * MILLISECOND + policy.slice_idle), Dispatch::Empty);
+        assert!(policy.active.is_none(), "the turn ended too idle");
+        assert_eq!(
+            policy.queues[&key].budget,
+            before.saturating_sub(4 * min).max(min)
+        );
+    }
+
+    // Proves bfq_arm_slice_timer's length: slice_idle; at most BFQ_MIN_TT (2 ms) for a seeky
+    // queue that is not raised while the scenario is symmetric; slice_idle again when it is
+    // not (a lighter queue is busy); at least 20 ms for a raised queue. And
+    // bfq_asymmetric_scenario's smallest_weight: beside a heavier queue, the seeky queue of
+    // the smallest weight is not idled for at all (its turn ends with its last completion).
+    #[test]
+    fn the_idle_wait_follows_seekiness_raising_and_symmetry() {
+        let wait = |policy: &mut Bfq, seeky: bool, rival: Option<u8>| -> Option<Nanos> {
+            let r = first_read(policy, 4096);
+            let key = policy.active.expect("the reader's turn");
+            if seeky {
+                policy.queues.get_mut(&key).unwrap().seek_history = u32::MAX;
+            }
+            if let Some(level) = rival {
+                let mut other = request(2, Op::Read, 1 << 30, 4096);
+                (other.flow, other.prio) = (FlowId(2), be(level));
+                // Busy beside the reader, without the preemption a heavier one's arrival would
+                // bring.
+                policy.active = None;
+                policy.insert(other, 0);
+                policy.active = Some(key);
+            }
+            policy.completed(&r, MILLISECOND);
+            let until = policy.idle_until?;
+            assert_eq!(policy.active, Some(key), "idling for the reader");
+            Some(until - MILLISECOND)
+        };
+        let slice_idle = Bfq::new().slice_idle;
+        assert_eq!(wait(&mut unraised(), false, None), Some(slice_idle));
+        assert_eq!(wait(&mut unraised(), true, None), Some(2 * MILLISECOND));
+        // BE 7 weighs 10 against the reader's 40; BE 0, 80.
+        assert_eq!(wait(&mut unraised(), true, Some(7)), Some(slice_idle));
+        assert_eq!(wait(&mut unraised(), true, Some(0)), None);
+        // A new queue is raised (interactive).
+        assert_eq!(wait(&mut Bfq::new(), true, None), Some(20 * MILLISECOND));
+    }
+
+    // Proves bfq_set_budget_timeout: a turn times out timeout_sync after it began, 30 times
+    // that for an interactive raised queue. A reader with 300 reads queued, each 10 ms in the
+    // drive: unraised, its first turn times out after 13 (125 ms); raised, it runs until its
+    // budget of two minimum budgets (512 KiB with max_budget 8 MiB) is spent, 128 reads.
+    #[test]
+    fn raised_turns_time_out_thirty_times_later() {
+        for (raised, reads) in [(false, 13), (true, 128)] {
+            let mut policy = if raised { Bfq::new() } else { unraised() };
+            policy.set_tunable("max_budget", 8192).unwrap();
+            for id in 0..300u64 {
+                let mut r = request(id, Op::Read, id * 4096, 4096);
+                r.flow = FlowId(1);
+                policy.insert(r, 0);
+            }
+            let (mut now, mut served) = (0, 0);
+            loop {
+                let Dispatch::Request(r) = policy.dispatch(now) else {
+                    panic!("the reader has reads queued");
+                };
+                if policy.turn_start != 0 {
+                    // This read began the reader's next turn.
+                    break;
+                }
+                served += 1;
+                now += 10 * MILLISECOND;
+                policy.completed(&r, now);
+            }
+            assert_eq!(served, reads, "raised: {raised}");
+        }
+    }
+
+    // Proves __bfq_bfqq_expire's budget_timeout of an emptied queue: its silence counts from
+    // when its turn ended with nothing to do, not from when that turn would have timed out (for
+    // a raised queue 3.75 s after it began), so a queue back 2.5 s later is interactive again.
+    #[test]
+    fn silence_counts_from_when_a_queue_is_left_with_nothing_to_do() {
+        let mut policy = Bfq::new();
+        policy.set_tunable("wr_max_softrt_rate", 0).unwrap();
+        let key = QueueKey::Sync(FlowId(1));
+        let read = |policy: &mut Bfq, id: u64, at: Nanos| {
+            let mut r = request(id, Op::Read, id << 30, 4096);
+            r.flow = FlowId(1);
+            policy.insert(r, at);
+            let Dispatch::Request(r) = policy.dispatch(at) else {
+                panic!("the read goes out");
+            };
+            policy.completed(&r, at + MILLISECOND);
+            let mut now = at + MILLISECOND;
+            while let Dispatch::WaitUntil(until) = policy.dispatch(now) {
+                now = until;
+            }
+        };
+        read(&mut policy, 1, 0);
+        assert_eq!(policy.queues[&key].wr_start, 0, "raised as new");
+        read(&mut policy, 2, 2500 * MILLISECOND);
+        assert_eq!(
+            policy.queues[&key].wr_start,
+            2500 * MILLISECOND,
+            "raised anew after 2 s of silence"
+        );
     }
 
     // Proves a max_budget below the 4 KiB floor of the minimum budget is taken, not a panic
@@ -2959,7 +3186,8 @@ mod tests {
     // Proves queues of two classes make an asymmetric scenario (bfq_asymmetric_scenario's
     // multiple_classes_busy): after a seeky RT reader's request completes, bfq idles for its
     // next one, keeping it in service, instead of giving the BE reader of the same weight its
-    // turn, which it does when both are BE.
+    // turn; when both are BE, the seeky reader needs no idling, and the other's arrival ends
+    // its turn.
     #[test]
     fn two_classes_busy_idle_for_a_seeky_queue() {
         let rt = IoPrio::new(IoPrioClass::Rt, 0).unwrap();
@@ -2988,6 +3216,12 @@ mod tests {
             let Dispatch::Request(r) = bfq.dispatch(now) else {
                 panic!("one of them is served")
             };
+            if !idles {
+                // Both BE: the first reader needs no idling, so the twin's arrival ended its
+                // turn (bfq_bfqq_handle_idle_busy_switch).
+                assert_eq!(r.flow, FlowId(2), "the BE twin preempts");
+                continue;
+            }
             assert_eq!(r.flow, FlowId(1), "the first reader's turn goes on");
             now += MILLISECOND;
             bfq.completed(&r, now);
@@ -3350,20 +3584,23 @@ mod tests {
         assert_eq!(elevator.policy().queued(), 1);
     }
 
-    // Proves bfq_bfqq_higher_class_or_weight: a queue that becomes busy weighing more than
-    // the one in service (BE level 0, weight 80, against BE level 7, weight 10) ends its turn
-    // at once; a lighter one does not; a higher class does whatever the weights (BE level 7
-    // over IDLE).
+    // Proves bfq_bfqq_handle_idle_busy_switch's preemption: a queue that becomes busy weighing
+    // more than the one in service (BE level 0, weight 80, against BE level 7, weight 10) ends
+    // its turn at once; a lighter one does not, nor a twin while the sequential queue in
+    // service is worth idling for; a higher class does whatever the weights (BE level 7 over
+    // IDLE); and any newcomer does when the queue in service needs no idling (two raised
+    // twins: bfq_better_to_idle).
     #[test]
     fn a_heavier_or_higher_class_newcomer_preempts() {
         let idle = IoPrio::new(IoPrioClass::Idle, 0).unwrap();
-        for (serving, newcomer, preempts) in [
-            (be(7), be(0), true),
-            (be(0), be(7), false),
-            (be(4), be(4), false),
-            (idle, be(7), true),
+        for (serving, newcomer, raised, preempts) in [
+            (be(7), be(0), false, true),
+            (be(0), be(7), false, false),
+            (be(4), be(4), false, false),
+            (idle, be(7), false, true),
+            (be(4), be(4), true, true),
         ] {
-            let mut policy = Bfq::new();
+            let mut policy = if raised { Bfq::new() } else { unraised() };
             // The serving flow has two requests, so its turn goes on after the first.
             for (id, offset) in [(1, 0), (2, 65536)] {
                 let mut r = request(id, Op::Read, offset, 65536);
@@ -3387,6 +3624,44 @@ mod tests {
                 preempts,
                 "serving {serving:?}, newcomer {newcomer:?}"
             );
+        }
+    }
+
+    // Proves next_queue_may_preempt: an RT newcomer in a light cgroup preempts a BE queue of a
+    // heavy cgroup when that queue is the cgroup's only busy one (BFQ took the cgroup out of
+    // the root's tree when it put the queue in service), not when a sibling keeps the heavy
+    // cgroup in the race and the root would serve it next again.
+    #[test]
+    fn a_newcomer_preempts_only_if_the_root_would_serve_elsewhere() {
+        for sibling in [false, true] {
+            let mut groups = Groups::new();
+            let (heavy, light) = (groups.intern("/heavy").unwrap(), groups.intern("/light").unwrap());
+            groups.set(heavy, "io.weight", "1000").unwrap();
+            groups.set(light, "io.weight", "100").unwrap();
+            let mut policy = unraised();
+            policy.set_groups(&groups);
+            let read = |id: u64, flow: u32, group: GroupId, prio: IoPrio| {
+                let mut r = request(id, Op::Read, (id << 30) + u64::from(flow), 65536);
+                (r.flow, r.group, r.prio) = (FlowId(flow), group, prio);
+                r
+            };
+            // The served flow has two requests, so its turn goes on after the first.
+            policy.insert(read(1, 1, heavy, be(4)), 0);
+            policy.insert(read(2, 1, heavy, be(4)), 0);
+            let Dispatch::Request(first) = policy.dispatch(0) else {
+                panic!("work queued");
+            };
+            assert_eq!(first.flow, FlowId(1));
+            if sibling {
+                policy.insert(read(3, 2, heavy, be(4)), MICROSECOND);
+                assert_eq!(policy.active_key(), Some(QueueKey::Sync(FlowId(1))));
+            }
+            let rt = IoPrio::new(IoPrioClass::Rt, 0).unwrap();
+            policy.insert(read(4, 3, light, rt), 2 * MICROSECOND);
+            let Dispatch::Request(next) = policy.dispatch(2 * MICROSECOND) else {
+                panic!("work queued");
+            };
+            assert_eq!(next.flow == FlowId(3), !sibling, "sibling: {sibling}");
         }
     }
 
