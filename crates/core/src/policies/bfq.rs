@@ -83,9 +83,10 @@
 //!   (`async_depths[1]`).
 //! - **Weight raising** (`low_latency`), for sync queues of the default weight (40: the kernel
 //!   assumes any other was set on purpose) and not of the IDLE class:
-//!   - a queue that becomes busy after 2 s of silence since its last turn's budget timeout, or
-//!     new, is interactive (`bfq_bfqq_handle_idle_busy_switch`): it weighs 30 times its
-//!     weight (`bfq_wr_coeff`) for `bfq_wr_duration`, 7 s times 109 MB/s over the peak rate,
+//!   - a queue that becomes busy with nothing in the drive after 2 s of silence since its last
+//!     turn's budget timeout (or since it was left with nothing to do), or new, is interactive
+//!     (`bfq_bfqq_handle_idle_busy_switch`, `bfq_bfqq_idle_for_long_time`): it weighs 30 times
+//!     its weight (`bfq_wr_coeff`) for `bfq_wr_duration`, 7 s times 109 MB/s over the peak rate,
 //!     within 3 and 25 s (`wr_max_time` overrides it);
 //!   - a queue that becomes busy again no sooner than its `soft_rt_next_start`, with nothing
 //!     in flight and not totally seeky, is soft real-time: 3000 times its weight
@@ -1401,8 +1402,11 @@ impl Bfq {
         }
         self.end_wr_if_due(key, now);
         let queue = self.queues.get_mut(&key).expect("live queue");
-        let idle_for_long = now > queue.budget_timeout.saturating_add(WR_MIN_IDLE_TIME)
-            || queue.budget_timeout == 0;
+        // bfq_bfqq_idle_for_long_time: nothing in the drive, and 2 s since its last turn's
+        // timeout or since it was left with nothing to do (a new queue always).
+        let idle_for_long = queue.in_flight == 0
+            && (now > queue.budget_timeout.saturating_add(WR_MIN_IDLE_TIME)
+                || queue.budget_timeout == 0);
         // Idle for long, and 10 s past its last turn: no longer counted in its burst.
         if queue.budget_timeout > 0
             && idle_for_long
@@ -3047,6 +3051,31 @@ mod tests {
             2500 * MILLISECOND,
             "raised anew after 2 s of silence"
         );
+    }
+
+    // Proves bfq_bfqq_idle_for_long_time's `dispatched == 0`: a queue that becomes busy while
+    // a request of its own is still in the drive is not interactive, however long it was
+    // silent. With slice_idle=0 the reader's turn ends when it runs out of requests; its next
+    // request comes 8 s later (its raising, 7 s, is over), the first still in the drive.
+    #[test]
+    fn a_queue_with_a_request_in_the_drive_is_not_interactive() {
+        for in_drive in [true, false] {
+            let mut policy = Bfq::new();
+            policy.set_tunable("slice_idle", 0).unwrap();
+            policy.set_tunable("wr_max_softrt_rate", 0).unwrap();
+            let r = first_read(&mut policy, 4096);
+            let key = policy.active.expect("the reader's turn");
+            assert_eq!(policy.queues[&key].wr_coeff, WR_COEFF, "new: raised");
+            if !in_drive {
+                policy.completed(&r, MILLISECOND);
+            }
+            assert_eq!(policy.dispatch(MILLISECOND), Dispatch::Empty);
+            let mut next = request(2, Op::Read, 1 << 30, 4096);
+            next.flow = FlowId(1);
+            policy.insert(next, 8 * SECOND);
+            let want = if in_drive { 1 } else { WR_COEFF };
+            assert_eq!(policy.queues[&key].wr_coeff, want, "in the drive: {in_drive}");
+        }
     }
 
     // Proves a max_budget below the 4 KiB floor of the minimum budget is taken, not a panic
