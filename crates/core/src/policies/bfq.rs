@@ -43,8 +43,8 @@
 //!   queue pays for the disk time it took. Slow is `bfq_bfqq_is_slow`'s: over a turn longer
 //!   than 20 ms (to when the idle wait began, for a turn the wait ends), served less than half
 //!   of `max_budget`; over a shorter one, seeky. The peak rate is measured over the same time,
-//!   as BFQ did in `bfq_bfqq_is_slow` before Linux 4.13 (the kernel now samples it at each
-//!   dispatch). As
+//!   as BFQ's `bfq_update_peak_rate` did at expiry before its estimator moved to each
+//!   dispatch. As
 //!   `bfq_bfqq_expire`, a queue that used two thirds of its budget before its timeout is
 //!   charged what its requests cost (a
 //!   sequential reader unlucky in a slow zone keeps its share of the bandwidth), and a
@@ -62,8 +62,8 @@
 //!   service guarantees (`idling_needed_for_service_guarantees`): the queue is raised while
 //!   another busy queue is not, it is the only busy queue, or the scenario is asymmetric
 //!   (`bfq_asymmetric_scenario`): the busy queues are of several classes, or several groups
-//!   have work, or the queues weigh differently and this one is not of the smallest weight
-//!   (Linux 5.2 on). Think time is `bfq_update_io_thinktime`'s (short unless its
+//!   have work, or the queues weigh differently and this one is not of the smallest weight.
+//!   Think time is `bfq_update_io_thinktime`'s (short unless its
 //!   mean over more than 80 samples exceeds half of `slice_idle`); a queue stops being
 //!   I/O-bound when a turn ends too idle having used a fifth of its budget or less, and is
 //!   again after 120 busy periods begun within 3 x `slice_idle` of its last completion.
@@ -749,8 +749,8 @@ impl Census {
 
     /// Whether the queues counted, and `extra` if given, have more than one weight, class or
     /// group (`bfq_asymmetric_scenario`), as a queue of weight `own` sees it: the weights
-    /// differing does not count for a queue of the smallest (Linux 5.2 on: its share needs no
-    /// idling to keep, the others' idling gives it).
+    /// differing does not count for a queue of the smallest (`smallest_weight`: its share
+    /// needs no idling to keep, the others' idling gives it).
     fn asymmetric(&self, extra: Option<Member>, own: u32) -> bool {
         let smallest = self
             .weights
@@ -2094,8 +2094,8 @@ impl Bfq {
         };
         let busy = idling_since.saturating_sub(self.turn_start);
         // Peak rate: a queue that was served sequentially for long enough shows the device
-        // (over the same time as the slowness, as BFQ measured it in `bfq_bfqq_is_slow` before
-        // Linux 4.13: the idle wait is not the device's time).
+        // (over the same time as the slowness, as BFQ measured it at expiry before its
+        // estimator moved to each dispatch: the idle wait is not the device's time).
         let queue = self.queues.get(&key).expect("queue in service exists");
         if !queue.seeky() && busy >= 20 * MILLISECOND && self.served > 0 {
             let rate = (u128::from(self.served) * u128::from(SECOND) / u128::from(busy)) as u64;
