@@ -626,7 +626,8 @@ struct Queue {
     service_from_backlogged: u64,
     softrt_update: bool,
     wr_start_at_switch_to_srt: Option<Nanos>,
-    /// When its last turn would have timed out (`budget_timeout`); 0 for a new queue.
+    /// When its last turn would have timed out, or when a turn left it with nothing to do
+    /// (`budget_timeout`, overloaded as the kernel does); 0 for a new queue.
     budget_timeout: Nanos,
     /// Think time (`bfq_update_io_thinktime`): samples, total and mean of the gaps from its
     /// last completion to its next request while it had nothing queued or in flight, each
@@ -2498,9 +2499,11 @@ impl Bfq {
             let queue = &self.queues[&key];
             let timed_out = now >= queue.budget_timeout;
             // bfq_may_expire_for_budg_timeout: not while the idle timer runs, nor while the
-            // queue must idle (bfq_bfqq_must_idle: nothing queued, and idling is better).
-            let must_idle = queue.queued() == 0 && self.better_to_idle(key);
-            if timed_out && self.idle_until.is_none() && !must_idle {
+            // queue must idle (bfq_bfqq_must_idle: nothing queued, and idling is better; not
+            // asked while the timer runs, which decides then).
+            let timer = self.idle_until.is_some();
+            let must_idle = !timer && queue.queued() == 0 && self.better_to_idle(key);
+            if timed_out && !timer && !must_idle {
                 self.expire(now, Expiration::BudgetTimeout);
                 continue;
             }
@@ -2615,8 +2618,8 @@ impl Bfq {
     fn in_service_completed(&mut self, key: Qid, now: Nanos) {
         let queue = &self.queues[&key];
         let (queued, in_flight) = (queue.queued(), queue.in_flight);
-        let better_to_idle = queued == 0 && self.better_to_idle(key);
-        if better_to_idle {
+        let must_idle = queued == 0 && self.better_to_idle(key);
+        if must_idle {
             if in_flight == 0 && self.idle_until.is_none() {
                 self.arm_idle_timer(key, now);
             }
