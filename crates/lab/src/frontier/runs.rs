@@ -138,6 +138,14 @@ pub fn run(args: &Options, progress: &dyn Progress) -> Result<Frontier> {
                 args.fio.display()
             )
         })?;
+    if fio_rounds_uring_depth(&fio_version) && !args.depths.iter().any(|d| d.is_power_of_two()) {
+        bail!(
+            "--depths {}: {} drives a depth that is not a power of two as the next one (fio \
+             before 3.39), so its curve needs at least one power of two among them",
+            join_depths(&args.depths),
+            fio_version.trim()
+        );
+    }
     let setup = Setup::new(args, progress)?;
     let scratch = std::env::temp_dir().join(format!("iosched-frontier-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)
@@ -156,6 +164,8 @@ pub(super) struct Round<'a> {
     pub(super) scratch: &'a Path,
     pub(super) device: String,
     pub(super) device_depth: u32,
+    /// The depths of fio's curve: `--depths`, less those fio would drive deeper.
+    pub(super) fio_depths: Vec<u32>,
     pub(super) kernel: Vec<String>,
     /// The kernel's cgroup controllers that can run here, and their groups.
     pub(super) kernel_groups: Option<super::kernel::KernelGroups>,
@@ -174,11 +184,12 @@ pub(super) fn show(m: &Measure) -> String {
 }
 
 impl Round<'_> {
-    /// Runs in one round: alone twice, the curve twice, every mix.
+    /// Runs in one round: alone twice, the curve with each engine, every mix.
     pub(super) fn runs(&self) -> usize {
         let args = self.args;
-        let beside = if args.depths.len() > 1 { 2 } else { 1 };
-        2 + 2 * args.depths.len()
+        let beside = if self.fio_depths.len() > 1 { 2 } else { 1 };
+        2 + args.depths.len()
+            + self.fio_depths.len()
             + self.kernel.len()
             + args.policies.len()
             + args.targets.len() * (1 + beside)
@@ -214,17 +225,19 @@ impl Round<'_> {
 
         for &depth in &args.depths {
             let text = jobs::curve(device, runtime, depth);
-            progress.start(&format!("fio QD{depth}"));
-            let m = fio_measure(
-                &run_fio(&args.fio, &args.stop, &text, self.scratch)?,
-                "curve",
-            )?;
-            progress.finish(show(&m));
-            frontier.curve_fio.points.push(CurvePoint {
-                depth,
-                iops: m.iops,
-                mean_ns: m.mean_ns,
-            });
+            if self.fio_depths.contains(&depth) {
+                progress.start(&format!("fio QD{depth}"));
+                let m = fio_measure(
+                    &run_fio(&args.fio, &args.stop, &text, self.scratch)?,
+                    "curve",
+                )?;
+                progress.finish(show(&m));
+                frontier.curve_fio.points.push(CurvePoint {
+                    depth,
+                    iops: m.iops,
+                    mean_ns: m.mean_ns,
+                });
+            }
             progress.start(&format!("iosched noop QD{depth}"));
             let report = run_noop(&args.stop, &text, self.device_depth.max(depth))?;
             let m = iosched_measure(&report, "curve")?;
@@ -420,12 +433,38 @@ pub(super) fn measure(
         None => setup.queue_depth()?,
     }
     .max(1);
+    // fio's curve: the depths its io_uring engine drives as asked.
+    let fio_depths: Vec<u32> = if fio_rounds_uring_depth(fio_version) {
+        let skipped: Vec<u32> = args
+            .depths
+            .iter()
+            .copied()
+            .filter(|d| !d.is_power_of_two())
+            .collect();
+        if !skipped.is_empty() {
+            notes.push(format!(
+                "fio's curve skips QD {}: {} drives a depth that is not a power of two as the \
+                 next one (its io_uring engine rounds iodepth up for the ring until fio 3.39, \
+                 commit af0ad0fa)",
+                join_depths(&skipped),
+                fio_version.trim()
+            ));
+        }
+        args.depths
+            .iter()
+            .copied()
+            .filter(|d| d.is_power_of_two())
+            .collect()
+    } else {
+        args.depths.clone()
+    };
     let round = Round {
         args,
         setup,
         scratch,
         device: device.clone(),
         device_depth,
+        fio_depths,
         kernel,
         kernel_groups,
     };
@@ -545,4 +584,13 @@ pub(super) fn controller_groups(
         other => bail!("--controllers: {other:?} is io.latency or io.cost"),
     };
     Ok((policy.to_string(), groups))
+}
+
+/// `depths` as `--depths` takes them: `3,6,12`.
+fn join_depths(depths: &[u32]) -> String {
+    depths
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }

@@ -367,3 +367,39 @@ fn the_kernel_mix_joins_the_studys_cgroups() {
         .all(|j| j.cgroup == "/iosched-frontier-7-bg"));
     assert_eq!(text.matches("cgroup_nodelete=1").count(), 2, "{text}");
 }
+
+// Proves fio releases before 3.39 are known to drive iodepth=3 as 4 with io_uring (fio 3.33,
+// the one here, did: 44.7K IOPS at 89.3 us at "QD3", Little's law's 4.0 in flight), later
+// ones and unreadable answers are not.
+#[test]
+fn fio_before_3_39_rounds_io_uring_depths_up() {
+    for (version, rounds) in [
+        ("fio-3.33\n", true),
+        ("fio-3.38", true),
+        ("fio-2.21", true),
+        ("fio-3.39", false),
+        ("fio-3.41-12-gabcdef0", false),
+        ("fio-4.0", false),
+        ("fio-3", false),
+        ("3.33", false),
+        ("", false),
+    ] {
+        assert_eq!(fio_rounds_uring_depth(version), rounds, "{version:?}");
+    }
+}
+
+// Proves the curve's table keeps iosched's depths where fio's curve has none.
+#[test]
+fn the_table_shows_depths_only_iosched_measured() {
+    let mut frontier = sample();
+    frontier.curve_fio.points.retain(|p| p.depth != 2);
+    assert!(frontier.curve_iosched.points.iter().any(|p| p.depth == 2));
+    let text = frontier.table();
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("2 "))
+        .unwrap_or_else(|| panic!("no QD2 row:\n{text}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[..3], ["2", "-", "-"], "{row}");
+    assert_ne!(cells[3], "-", "{row}");
+}
