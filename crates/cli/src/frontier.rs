@@ -35,8 +35,8 @@ pub struct FrontierArgs {
     /// Seconds per run.
     #[arg(long, value_name = "S", default_value_t = 10)]
     pub runtime: u64,
-    /// Queue depths of the device's curve (fio before 3.39 runs a depth that is not a power of
-    /// two as the next one, so its curve skips those, with a note).
+    /// Queue depths of the device's curve (fio before 3.39 drives an io_uring depth that is not a
+    /// power of two as the next one, so fio's curve runs those through libaio, with a note).
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,6,8,12,16,24,32")]
     pub depths: Vec<u32>,
     /// Kernel schedulers to run the mix under with fio (each is skipped, with a note, if the

@@ -138,14 +138,6 @@ pub fn run(args: &Options, progress: &dyn Progress) -> Result<Frontier> {
                 args.fio.display()
             )
         })?;
-    if fio_rounds_uring_depth(&fio_version) && !args.depths.iter().any(|d| d.is_power_of_two()) {
-        bail!(
-            "--depths {}: {} drives a depth that is not a power of two as the next one (fio \
-             before 3.39), so its curve needs at least one power of two among them",
-            join_depths(&args.depths),
-            fio_version.trim()
-        );
-    }
     let setup = Setup::new(args, progress)?;
     let scratch = std::env::temp_dir().join(format!("iosched-frontier-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)
@@ -164,8 +156,9 @@ pub(super) struct Round<'a> {
     pub(super) scratch: &'a Path,
     pub(super) device: String,
     pub(super) device_depth: u32,
-    /// The depths of fio's curve: `--depths`, less those fio would drive deeper.
-    pub(super) fio_depths: Vec<u32>,
+    /// fio drives an io_uring depth that is not a power of two as the next one
+    /// ([`fio_rounds_uring_depth`]): its curve runs those through libaio.
+    pub(super) fio_rounds_depth: bool,
     pub(super) kernel: Vec<String>,
     /// The kernel's cgroup controllers that can run here, and their groups.
     pub(super) kernel_groups: Option<super::kernel::KernelGroups>,
@@ -184,12 +177,11 @@ pub(super) fn show(m: &Measure) -> String {
 }
 
 impl Round<'_> {
-    /// Runs in one round: alone twice, the curve with each engine, every mix.
+    /// Runs in one round: alone twice, the curve twice, every mix.
     pub(super) fn runs(&self) -> usize {
         let args = self.args;
-        let beside = if self.fio_depths.len() > 1 { 2 } else { 1 };
-        2 + args.depths.len()
-            + self.fio_depths.len()
+        let beside = if args.depths.len() > 1 { 2 } else { 1 };
+        2 + 2 * args.depths.len()
             + self.kernel.len()
             + args.policies.len()
             + args.targets.len() * (1 + beside)
@@ -225,19 +217,18 @@ impl Round<'_> {
 
         for &depth in &args.depths {
             let text = jobs::curve(device, runtime, depth);
-            if self.fio_depths.contains(&depth) {
-                progress.start(&format!("fio QD{depth}"));
-                let m = fio_measure(
-                    &run_fio(&args.fio, &args.stop, &text, self.scratch)?,
-                    "curve",
-                )?;
-                progress.finish(show(&m));
-                frontier.curve_fio.points.push(CurvePoint {
-                    depth,
-                    iops: m.iops,
-                    mean_ns: m.mean_ns,
-                });
-            }
+            progress.start(&format!("fio QD{depth}"));
+            let fio_text = jobs::curve_fio(device, runtime, depth, self.fio_rounds_depth);
+            let m = fio_measure(
+                &run_fio(&args.fio, &args.stop, &fio_text, self.scratch)?,
+                "curve",
+            )?;
+            progress.finish(show(&m));
+            frontier.curve_fio.points.push(CurvePoint {
+                depth,
+                iops: m.iops,
+                mean_ns: m.mean_ns,
+            });
             progress.start(&format!("iosched noop QD{depth}"));
             let report = run_noop(&args.stop, &text, self.device_depth.max(depth))?;
             let m = iosched_measure(&report, "curve")?;
@@ -381,7 +372,7 @@ impl Round<'_> {
                 // The curve where this mix landed, measured again now.
                 let mut beside = Curve::default();
                 for depth in frontier.curve_fio.bracket(row.fg.mean_ns) {
-                    let text = jobs::curve(device, runtime, depth);
+                    let text = jobs::curve_fio(device, runtime, depth, self.fio_rounds_depth);
                     progress.start(&format!("fio QD{depth} beside it"));
                     let m = fio_measure(
                         &run_fio(&args.fio, &args.stop, &text, self.scratch)?,
@@ -433,38 +424,29 @@ pub(super) fn measure(
         None => setup.queue_depth()?,
     }
     .max(1);
-    // fio's curve: the depths its io_uring engine drives as asked.
-    let fio_depths: Vec<u32> = if fio_rounds_uring_depth(fio_version) {
-        let skipped: Vec<u32> = args
-            .depths
-            .iter()
-            .copied()
-            .filter(|d| !d.is_power_of_two())
-            .collect();
-        if !skipped.is_empty() {
-            notes.push(format!(
-                "fio's curve skips QD {}: {} drives a depth that is not a power of two as the \
-                 next one (its io_uring engine rounds iodepth up for the ring until fio 3.39, \
-                 commit af0ad0fa)",
-                join_depths(&skipped),
-                fio_version.trim()
-            ));
-        }
-        args.depths
-            .iter()
-            .copied()
-            .filter(|d| d.is_power_of_two())
-            .collect()
-    } else {
-        args.depths.clone()
-    };
+    let fio_rounds_depth = fio_rounds_uring_depth(fio_version);
+    let odd: Vec<String> = args
+        .depths
+        .iter()
+        .filter(|d| !d.is_power_of_two())
+        .map(u32::to_string)
+        .collect();
+    if fio_rounds_depth && !odd.is_empty() {
+        notes.push(format!(
+            "fio's curve runs QD {} with ioengine=libaio: {}'s io_uring engine drives a depth \
+             that is not a power of two as the next one (fio rounds iodepth up for the ring \
+             until 3.39, commit af0ad0fa)",
+            odd.join(","),
+            fio_version.trim()
+        ));
+    }
     let round = Round {
         args,
         setup,
         scratch,
         device: device.clone(),
         device_depth,
-        fio_depths,
+        fio_rounds_depth,
         kernel,
         kernel_groups,
     };
@@ -584,13 +566,4 @@ pub(super) fn controller_groups(
         other => bail!("--controllers: {other:?} is io.latency or io.cost"),
     };
     Ok((policy.to_string(), groups))
-}
-
-/// `depths` as `--depths` takes them: `3,6,12`.
-fn join_depths(depths: &[u32]) -> String {
-    depths
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
 }

@@ -388,18 +388,23 @@ fn fio_before_3_39_rounds_io_uring_depths_up() {
     }
 }
 
-// Proves the curve's table keeps iosched's depths where fio's curve has none.
+// Proves fio's curve job keeps io_uring at a power of two, and goes through libaio at other
+// depths only for a fio that would drive them deeper.
 #[test]
-fn the_table_shows_depths_only_iosched_measured() {
-    let mut frontier = sample();
-    frontier.curve_fio.points.retain(|p| p.depth != 2);
-    assert!(frontier.curve_iosched.points.iter().any(|p| p.depth == 2));
-    let text = frontier.table();
-    let row = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("2 "))
-        .unwrap_or_else(|| panic!("no QD2 row:\n{text}"));
-    let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(cells[..3], ["2", "-", "-"], "{row}");
-    assert_ne!(cells[3], "-", "{row}");
+fn fio_curve_jobs_keep_their_depth() {
+    let parse = |text: &str| {
+        iosched_fio::parse::parse_str(text, "t.fio", Path::new("."), &|_| None).unwrap()
+    };
+    for (depth, rounds, engine) in [
+        (3, true, "libaio"),
+        (24, true, "libaio"),
+        (4, true, "io_uring"),
+        (1, true, "io_uring"),
+        (3, false, "io_uring"),
+    ] {
+        let file = parse(&jobs::curve_fio("/dev/loop9", 3, depth, rounds));
+        assert_eq!(file.jobs.len(), 1);
+        assert_eq!(file.jobs[0].iodepth, depth, "{depth} {rounds}");
+        assert_eq!(file.jobs[0].engine.name(), engine, "{depth} {rounds}");
+    }
 }
