@@ -4,9 +4,10 @@
 //!
 //! # What it runs
 //!
-//! Everything is 4 KiB random reads with `direct=1` through io_uring, each run `--runtime`
-//! seconds, one after the other on one device (by default a loop device over a file, created
-//! with `losetup --direct-io=on` and removed at the end):
+//! Everything is 4 KiB random reads with `direct=1` through io_uring (some depths of fio's
+//! curve aside, see 2), each run `--runtime` seconds, one after the other on one device (by
+//! default a loop device over a file, created with `losetup --direct-io=on` and removed at the
+//! end):
 //!
 //! 1. **alone**: the foreground only (QD1, RT class), with fio and with iosched `noop`. fio's
 //!    mean latency is the *alone latency* the targets are multiples of;
