@@ -514,12 +514,9 @@ impl FairQueue {
         let mut group = 0usize;
         loop {
             let data = &mut self.groups[group];
-            let mut class = data.trees.iter().position(Tree::has_active)?;
-            if now > data.idle_checked.saturating_add(timeout) {
+            let (class, fires) = data.class_at(now, timeout)?;
+            if fires {
                 data.idle_checked = now;
-                if data.trees[IDLE_CLASS].has_active() {
-                    class = IDLE_CLASS;
-                }
             }
             let slot = data.trees[class].select(ents, pos);
             let entity = &ents[slot as usize];
@@ -571,17 +568,9 @@ impl FairQueue {
             return Ok(true);
         }
         let root = &self.groups[ROOT_SLOT as usize];
-        let Some(mut class) = root.trees.iter().position(Tree::has_active) else {
+        let Some((class, _)) = root.class_at(now, self.config.idle_class_timeout) else {
             return Ok(true);
         };
-        if now
-            > root
-                .idle_checked
-                .saturating_add(self.config.idle_class_timeout)
-            && root.trees[IDLE_CLASS].has_active()
-        {
-            class = IDLE_CLASS;
-        }
         Ok(root.trees[class].first() != Some(served))
     }
 

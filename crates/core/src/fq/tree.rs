@@ -563,6 +563,19 @@ impl GroupData {
         }
     }
 
+    /// The class a selection through this group at `now` serves, if any child is active, and
+    /// whether its idle-class timer fires (more than `timeout` since it last did): then the
+    /// IDLE class, if it has an active child ([`FairQueue::select_next`]).
+    #[inline(always)]
+    pub(super) fn class_at(&self, now: Nanos, timeout: Nanos) -> Option<(usize, bool)> {
+        let class = self.trees.iter().position(Tree::has_active)?;
+        let fires = now > self.idle_checked.saturating_add(timeout);
+        if fires && self.trees[IDLE_CLASS].has_active() {
+            return Some((IDLE_CLASS, true));
+        }
+        Some((class, fires))
+    }
+
     /// The budget of the child this group would serve next, if any child is active.
     #[inline(always)]
     pub(super) fn next_budget(&self, ents: &[Entity]) -> Option<u64> {
