@@ -5,6 +5,11 @@
 #
 #   scripts/dmclock-bench/run.sh DMCLOCK_CHECKOUT [REQUESTS [RUNS]]
 #
+# Its table, saved to a file, is what the benches' summaries take as their reference:
+#
+#   taskset -c 1 scripts/dmclock-bench/run.sh ../dmclock > /tmp/dmclock.txt
+#   DMCLOCK_FIGURES=/tmp/dmclock.txt taskset -c 1 cargo bench -p iosched-core --bench fq
+#
 # With DMCLOCK_ONLY=CLIENTS (and DMCLOCK_DEPTH=2 for backlogged, 1 for churn) the bench runs
 # that one case and prints nothing; under `valgrind --tool=cachegrind` the difference of two
 # request counts gives dmclock's instructions per request, to set beside the fq bench's

@@ -15,8 +15,9 @@
 //! The reference is dmclock's `PullPriorityQueue`, measured on this machine at 163, 369, 635
 //! and 1461 ns per add+pull with 10, 100, 1000 and 10 000 clients; the target is a third.
 //! Those figures are from another day; `scripts/dmclock-bench/run.sh DMCLOCK_CHECKOUT` measures
-//! dmclock on this bench's mClock workloads now, so that the two can be compared as a ratio
-//! measured in one session (pin both to one core: `taskset -c 1`).
+//! dmclock on this bench's workloads now, and `DMCLOCK_FIGURES=FILE` (what it printed) makes
+//! the summary judge each workload by dmclock's figure for it, a ratio measured in one session
+//! (pin both to one core: `taskset -c 1`).
 //!
 //! `cargo bench -p iosched-core --bench mclock` prints the summary table (a plain timing loop,
 //! best of several runs), then runs the same workloads under Criterion.
@@ -30,9 +31,7 @@ use std::time::Duration;
 
 mod common;
 
-const SIZES: [usize; 4] = [10, 100, 1_000, 10_000];
-/// dmclock's cost per add+pull at each size, in ns (REFERENCE.md).
-const DMCLOCK_NS: [f64; 4] = [163.0, 369.0, 635.0, 1461.0];
+use common::SIZES;
 /// The device: one completion every 10 us (100 000 IOPS).
 const SERVICE_NS: u64 = 10_000;
 const DEVICE_IOPS: u64 = 1_000_000_000 / SERVICE_NS;
@@ -140,6 +139,8 @@ impl Bench {
 }
 
 fn summary() {
+    // Read first, so that a file that does not hold the figures stops the bench at once.
+    let dmclock = common::dmclock();
     let mut wall = Vec::new();
     let mut cpu = Vec::new();
     for &n in &SIZES {
@@ -157,28 +158,28 @@ fn summary() {
     let table = |title: &str, rows: &[Vec<f64>]| {
         println!("{title}");
         println!(
-            "{:>8}  {:>12} {:>12}  {:>7} {:>8}",
-            "clients", "backlogged", "churn", "target", "dmclock"
+            "{:>8}  {:>12} {:>12}  {:>15} {:>15}",
+            "clients", "backlogged", "churn", "target b / c", "dmclock b / c"
         );
         for (i, row) in rows.iter().enumerate() {
-            let target = DMCLOCK_NS[i] / 3.0;
-            let cell = |ns: f64| format!("{ns:.1}{}", if ns <= target { " " } else { "!" });
+            let (backlogged, churn) = (dmclock.backlogged[i], dmclock.churn[i]);
+            let cell = |ns: f64, dmclock: f64| {
+                format!("{ns:.1}{}", if ns <= dmclock / 3.0 { " " } else { "!" })
+            };
             println!(
-                "{:>8}  {:>12} {:>12}  {:>7.0} {:>8.0}",
+                "{:>8}  {:>12} {:>12}  {:>15} {:>15}",
                 SIZES[i],
-                cell(row[0]),
-                cell(row[1]),
-                target,
-                DMCLOCK_NS[i]
+                cell(row[0], backlogged),
+                cell(row[1], churn),
+                format!("{:.0} / {:.0}", backlogged / 3.0, churn / 3.0),
+                format!("{backlogged:.0} / {churn:.0}")
             );
         }
         println!();
     };
     println!("mclock: ns per request (insert + dispatch + completion), best of 5 runs;");
-    println!(
-        "target = a third of dmclock's add+pull as REFERENCE.md gives it (another day's figures;"
-    );
-    println!("scripts/dmclock-bench/run.sh measures dmclock here now); '!' marks a miss");
+    println!("target = a third of dmclock's add+pull for the workload (b: backlogged, c: churn),");
+    println!("from {}; '!' marks a miss", dmclock.source);
     println!();
     table("wall clock:", &wall);
     if cpu.iter().flatten().all(Option::is_some) {
