@@ -143,6 +143,13 @@ struct GroupQueue {
     last_completion: Nanos,
 }
 
+impl GroupQueue {
+    /// Whether it has requests queued or on the disk.
+    fn has_work(&self) -> bool {
+        self.queued > 0 || self.in_flight > 0
+    }
+}
+
 /// The groups' queues by group id, in a table indexed by it: ids index the [`Groups`] table,
 /// so they are dense and bounded by its `GROUPS_MAX`. A dispatch looks the active group's
 /// queue up several times, and a B-tree search cost each of them a descent. Iterates in id
@@ -226,6 +233,10 @@ pub struct Grouped {
     /// A turn that ended with requests still on the disk: the next starts when they leave.
     draining: Option<Turn>,
     queued: usize,
+    /// Queues with requests queued or on the disk ([`GroupQueue::has_work`]), kept as their
+    /// counts change: a turn's end asks whether another group has work, and a pass over 1024
+    /// cgroups' queues to find out was most of a dispatch.
+    working: usize,
     group_slice: Nanos,
     group_idle: Nanos,
     charge: u64,
@@ -256,6 +267,7 @@ impl Grouped {
             idle_until: None,
             draining: None,
             queued: 0,
+            working: 0,
             group_slice: from_millis(META_TUNABLES[0].default),
             group_idle: from_millis(META_TUNABLES[1].default),
             charge: META_TUNABLES[2].default,
@@ -370,15 +382,21 @@ impl Grouped {
     fn resync(&mut self, group: GroupId) {
         let queue = self.queues.get_mut(&group).expect("group has a queue");
         let now_queued = queue.policy.queued();
+        let had_work = queue.has_work();
         self.queued = self.queued - queue.queued + now_queued;
         queue.queued = now_queued;
+        let has_work = queue.has_work();
+        self.working = self.working + usize::from(has_work) - usize::from(had_work);
     }
 
     /// Whether a group other than `group` has requests queued or on the disk.
     fn others_have_work(&self, group: GroupId) -> bool {
-        self.queues
-            .iter()
-            .any(|(g, q)| g != group && (q.queued > 0 || q.in_flight > 0))
+        debug_assert_eq!(
+            self.working,
+            self.queues.values().filter(|q| q.has_work()).count()
+        );
+        let own = self.queues.get(&group).is_some_and(GroupQueue::has_work);
+        self.working > usize::from(own)
     }
 
     fn turn_over(&self, now: Nanos) -> bool {
@@ -424,9 +442,12 @@ impl Policy for Grouped {
     fn requeue(&mut self, request: Request, now: Nanos) {
         let group = request.group;
         let queue = self.queue(group);
+        let had_work = queue.has_work();
         queue.in_flight = queue.in_flight.saturating_sub(1);
+        let has_work = queue.has_work();
         queue.policy.requeue(request, now);
         let (leaf, budget, drained) = (queue.leaf, queue.budget, queue.in_flight == 0);
+        self.working = self.working + usize::from(has_work) - usize::from(had_work);
         // A requeue ends the wait for the last turn's requests as a completion does: the
         // device has handed the request back (found by fuzzing: the policy waited forever).
         if let Some(turn) = self.draining {
@@ -559,6 +580,7 @@ impl Grouped {
                 .expect("the active group has a queue");
             match decision {
                 Dispatch::Request(request) => {
+                    self.working += usize::from(!queue.has_work());
                     queue.in_flight += 1;
                     self.served_bytes += request.len;
                     self.served_ios += request.request_count() as u64;
@@ -618,7 +640,9 @@ impl Grouped {
     /// A dispatched request completed.
     pub(super) fn request_completed(&mut self, request: &Request, now: Nanos) {
         if let Some(queue) = self.queues.get_mut(&request.group) {
+            let had_work = queue.has_work();
             queue.in_flight = queue.in_flight.saturating_sub(1);
+            self.working -= usize::from(had_work && !queue.has_work());
             queue.last_completion = now;
             queue.policy.completed(request, now);
             let drained = queue.in_flight == 0;
@@ -636,6 +660,7 @@ impl Grouped {
         let start = out.len();
         for queue in self.queues.values_mut() {
             queue.policy.drain(out);
+            self.working -= usize::from(queue.has_work() && queue.in_flight == 0);
             queue.queued = 0;
             if self.fq.is_active(queue.leaf).unwrap_or(false) {
                 self.fq.deactivate(queue.leaf).expect("live leaf");
