@@ -11,7 +11,7 @@ use crate::group::{GroupId, Groups, IO_WEIGHT_DEFAULT};
 use crate::request::Request;
 use crate::time::{Nanos, MILLISECOND, SECOND};
 use crate::tunable::{TunableError, TunableSpec, Unit};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A controller between the submitters and the scheduler.
 pub trait Stage: Send {
@@ -500,14 +500,45 @@ pub const IOBAND_TUNABLES: &[TunableSpec] = &[
 pub struct Ioband {
     epoch_bytes: u64,
     idle_grace: Nanos,
-    /// When each group's outstanding count last fell to zero.
-    went_idle: BTreeMap<GroupId, Nanos>,
-    weights: BTreeMap<GroupId, u32>,
-    tokens: BTreeMap<GroupId, i64>,
-    /// Requests queued or in flight per group: a group with none is not active.
-    outstanding: BTreeMap<GroupId, u32>,
-    queues: BTreeMap<GroupId, VecDeque<Request>>,
+    /// Each group's band, by group id (ids index the [`Groups`] table, so they are dense).
+    bands: Vec<Band>,
+    /// The groups that went quiet (their last outstanding request completed), by when: a
+    /// group whose grace has run out is dropped at the next release with requests held.
+    quiet: BTreeSet<(Nanos, GroupId)>,
+    /// The groups with requests held and tokens left: a release sends theirs.
+    ready: BTreeSet<GroupId>,
+    /// Groups with requests outstanding and tokens left, and quiet groups with tokens left: a
+    /// new epoch waits while either is above zero.
+    busy_with_tokens: usize,
+    quiet_with_tokens: usize,
     held: usize,
+}
+
+/// One group's state in [`Ioband`].
+#[derive(Debug, Default)]
+struct Band {
+    /// Its `io.weight`, if the groups set one.
+    weight: Option<u32>,
+    tokens: i64,
+    /// Requests held or on their way below.
+    outstanding: u32,
+    /// When its outstanding count last fell to zero, while it is quiet.
+    quiet_since: Option<Nanos>,
+    queue: VecDeque<Request>,
+}
+
+impl Band {
+    fn ready(&self) -> bool {
+        !self.queue.is_empty() && self.tokens > 0
+    }
+
+    fn busy_with_tokens(&self) -> bool {
+        self.outstanding > 0 && self.tokens > 0
+    }
+
+    fn quiet_with_tokens(&self) -> bool {
+        self.quiet_since.is_some() && self.tokens > 0
+    }
 }
 
 impl Default for Ioband {
@@ -522,57 +553,80 @@ impl Ioband {
         Ioband {
             epoch_bytes: IOBAND_TUNABLES[0].default * 1024,
             idle_grace: IOBAND_TUNABLES[1].default * crate::time::MICROSECOND,
-            went_idle: BTreeMap::new(),
-            weights: BTreeMap::new(),
-            tokens: BTreeMap::new(),
-            outstanding: BTreeMap::new(),
-            queues: BTreeMap::new(),
+            bands: Vec::new(),
+            quiet: BTreeSet::new(),
+            ready: BTreeSet::new(),
+            busy_with_tokens: 0,
+            quiet_with_tokens: 0,
             held: 0,
         }
     }
 
-    fn weight(&self, group: GroupId) -> u64 {
-        u64::from(
-            self.weights
-                .get(&group)
-                .copied()
-                .unwrap_or(IO_WEIGHT_DEFAULT),
-        )
+    fn weight(&self, group: usize) -> u64 {
+        u64::from(self.bands[group].weight.unwrap_or(IO_WEIGHT_DEFAULT))
     }
 
-    /// Groups with I/O outstanding, or whose last I/O completed within `idle_grace`.
-    fn active(&self, now: Nanos) -> Vec<GroupId> {
-        let mut active: Vec<GroupId> = self
-            .outstanding
-            .iter()
-            .filter(|(_, &n)| n > 0)
-            .map(|(&g, _)| g)
-            .collect();
-        active.extend(
-            self.went_idle
-                .iter()
-                .filter(|(_, &at)| now.saturating_sub(at) < self.idle_grace)
-                .map(|(&g, _)| g),
+    /// Changes group `group`'s band by `change`, and keeps the sets and counts derived from
+    /// every band in step.
+    fn change(&mut self, group: GroupId, change: impl FnOnce(&mut Band)) {
+        let g = group.0 as usize;
+        if g >= self.bands.len() {
+            self.bands.resize_with(g + 1, Band::default);
+        }
+        let band = &mut self.bands[g];
+        let (ready, busy, quiet, since) = (
+            band.ready(),
+            band.busy_with_tokens(),
+            band.quiet_with_tokens(),
+            band.quiet_since,
         );
-        active.sort();
-        active.dedup();
-        active
+        change(band);
+        if band.ready() != ready {
+            if ready {
+                self.ready.remove(&group);
+            } else {
+                self.ready.insert(group);
+            }
+        }
+        self.busy_with_tokens =
+            self.busy_with_tokens + usize::from(band.busy_with_tokens()) - usize::from(busy);
+        self.quiet_with_tokens =
+            self.quiet_with_tokens + usize::from(band.quiet_with_tokens()) - usize::from(quiet);
+        if band.quiet_since != since {
+            if let Some(at) = since {
+                self.quiet.remove(&(at, group));
+            }
+            if let Some(at) = band.quiet_since {
+                self.quiet.insert((at, group));
+            }
+        }
     }
 
-    /// A new epoch: every active group gets its share, debts carried.
-    /// Each active group's share of one epoch, by weight (at least a byte).
+    /// Whether group `g` is active at `now`: with requests outstanding, or quiet for less
+    /// than `idle_grace`.
+    fn is_active(&self, g: usize, now: Nanos) -> bool {
+        let band = &self.bands[g];
+        band.outstanding > 0
+            || band
+                .quiet_since
+                .is_some_and(|at| now.saturating_sub(at) < self.idle_grace)
+    }
+
+    /// Each active group's share of one epoch, by weight (at least a byte), in id order.
     fn shares(&self, now: Nanos) -> Vec<(GroupId, i64)> {
-        let active = self.active(now);
+        let active: Vec<usize> = (0..self.bands.len())
+            .filter(|&g| self.is_active(g, now))
+            .collect();
         let total: u64 = active.iter().map(|&g| self.weight(g)).sum();
         if total == 0 {
             return Vec::new();
         }
         active
             .into_iter()
-            .map(|group| {
-                let share = u128::from(self.epoch_bytes) * u128::from(self.weight(group))
-                    / u128::from(total);
-                (group, (share as i64).max(1))
+            .map(|g| {
+                let share =
+                    u128::from(self.epoch_bytes) * u128::from(self.weight(g)) / u128::from(total);
+                (GroupId(g as u32), (share as i64).max(1))
             })
             .collect()
     }
@@ -582,25 +636,74 @@ impl Ioband {
     /// nothing else would start them (found by the starvation guard: a 256 KiB request with
     /// an 89 KiB share was held for good once the other group went quiet). One epoch gives
     /// each active group `min(tokens, 0) + share`; `n` of them in a row give
-    /// `min(min(tokens, 0) + n x share, share)`.
+    /// `min(min(tokens, 0) + n x share, share)`. A pass over the groups, once per epoch, as
+    /// dm-ioband's refill of every group's tokens.
     fn new_epochs(&mut self, now: Nanos) {
         let shares = self.shares(now);
         let needed = shares
             .iter()
-            .filter(|(g, _)| self.queues.get(g).is_some_and(|q| !q.is_empty()))
+            .filter(|(g, _)| !self.bands[g.0 as usize].queue.is_empty())
             .map(|&(g, share)| {
-                let deficit = -self.tokens.get(&g).copied().unwrap_or(0).min(0);
+                let deficit = -self.bands[g.0 as usize].tokens.min(0);
                 deficit / share + 1
             })
             .min()
             .unwrap_or(1);
         for (group, share) in shares {
-            let tokens = self.tokens.entry(group).or_insert(0);
-            *tokens = (*tokens)
-                .min(0)
-                .saturating_add(needed.saturating_mul(share))
-                .min(share);
+            self.change(group, |band| {
+                band.tokens = band
+                    .tokens
+                    .min(0)
+                    .saturating_add(needed.saturating_mul(share))
+                    .min(share);
+            });
         }
+    }
+
+    /// Sends the requests of every group with tokens left, in group order, each until its
+    /// tokens or its requests run out; whether any went.
+    fn send_ready(&mut self, out: &mut VecDeque<Request>) -> bool {
+        let ready: Vec<GroupId> = self.ready.iter().copied().collect();
+        let before = self.held;
+        for &group in &ready {
+            let mut sent = 0;
+            self.change(group, |band| {
+                while band.tokens > 0 {
+                    let Some(request) = band.queue.pop_front() else {
+                        break;
+                    };
+                    band.tokens -= request.len as i64;
+                    out.push_back(request);
+                    sent += 1;
+                }
+            });
+            self.held -= sent;
+        }
+        self.held < before
+    }
+
+    /// Checks the sets and counts against the bands (debug builds).
+    #[cfg(debug_assertions)]
+    fn check(&self) {
+        let groups = (0..self.bands.len()).map(|g| (GroupId(g as u32), &self.bands[g]));
+        let ready: BTreeSet<GroupId> = groups
+            .clone()
+            .filter(|(_, b)| b.ready())
+            .map(|(g, _)| g)
+            .collect();
+        assert_eq!(self.ready, ready);
+        let quiet: BTreeSet<(Nanos, GroupId)> = groups
+            .clone()
+            .filter_map(|(g, b)| b.quiet_since.map(|at| (at, g)))
+            .collect();
+        assert_eq!(self.quiet, quiet);
+        let count = |f: fn(&Band) -> bool| self.bands.iter().filter(|&b| f(b)).count();
+        assert_eq!(self.busy_with_tokens, count(Band::busy_with_tokens));
+        assert_eq!(self.quiet_with_tokens, count(Band::quiet_with_tokens));
+        assert_eq!(
+            self.held,
+            self.bands.iter().map(|b| b.queue.len()).sum::<usize>()
+        );
     }
 }
 
@@ -611,91 +714,76 @@ impl Stage for Ioband {
 
     fn admit(&mut self, request: Request, _now: Nanos) -> Option<Request> {
         let group = request.group;
-        *self.outstanding.entry(group).or_insert(0) += 1;
-        self.went_idle.remove(&group);
-        let queued = self.queues.get(&group).is_some_and(|q| !q.is_empty());
-        let tokens = self.tokens.get(&group).copied().unwrap_or(0);
-        if !queued && tokens > 0 {
-            *self.tokens.entry(group).or_insert(0) -= request.len as i64;
-            return Some(request);
-        }
-        self.queues.entry(group).or_default().push_back(request);
-        self.held += 1;
-        None
+        let mut passed = None;
+        self.change(group, |band| {
+            band.outstanding += 1;
+            band.quiet_since = None;
+            if band.queue.is_empty() && band.tokens > 0 {
+                band.tokens -= request.len as i64;
+                passed = Some(request);
+            } else {
+                band.queue.push_back(request);
+            }
+        });
+        self.held += usize::from(passed.is_none());
+        #[cfg(debug_assertions)]
+        self.check();
+        passed
     }
 
     fn release(&mut self, now: Nanos, out: &mut VecDeque<Request>) {
-        if self.held == 0 && self.queues.is_empty() {
+        if self.held == 0 {
             // Nothing held (asked at every dispatch). The quiet groups whose grace ran out
-            // are dropped at the next pass with requests held, before `next_release` (asked
-            // only then) reads them; `active` checks the grace itself.
+            // are dropped at the next release with requests held, before `next_release`
+            // (asked only then) reads them; `is_active` checks the grace itself.
             return;
         }
-        self.went_idle
-            .retain(|_, at| now.saturating_sub(*at) < self.idle_grace);
-        loop {
-            let mut progressed = false;
-            let groups: Vec<GroupId> = self
-                .queues
-                .iter()
-                .filter(|(_, q)| !q.is_empty())
-                .map(|(&g, _)| g)
-                .collect();
-            if groups.is_empty() {
+        while let Some(&(at, group)) = self.quiet.first() {
+            if now.saturating_sub(at) < self.idle_grace {
                 break;
             }
-            for &group in &groups {
-                while self.tokens.get(&group).copied().unwrap_or(0) > 0 {
-                    let Some(request) = self.queues.get_mut(&group).and_then(VecDeque::pop_front)
-                    else {
-                        break;
-                    };
-                    *self.tokens.entry(group).or_insert(0) -= request.len as i64;
-                    self.held -= 1;
-                    out.push_back(request);
-                    progressed = true;
-                }
-            }
-            if !progressed {
+            self.change(group, |band| band.quiet_since = None);
+        }
+        while self.held > 0 {
+            if !self.send_ready(out) {
                 // A new epoch only once every active group (with I/O held, queued or in
                 // flight, or just finished) has spent its tokens: a group still sending at its
                 // share is not overtaken, and a group that went quiet does not hold the others
-                // back for longer than idle_grace.
-                let waiting_on_active = self
-                    .active(now)
-                    .iter()
-                    .any(|g| self.tokens.get(g).copied().unwrap_or(0) > 0);
-                if waiting_on_active {
+                // back for longer than idle_grace (the quiet ones left are within it).
+                if self.busy_with_tokens > 0 || self.quiet_with_tokens > 0 {
                     break;
                 }
                 self.new_epochs(now);
-                let any = groups
-                    .iter()
-                    .any(|g| self.tokens.get(g).copied().unwrap_or(0) > 0);
-                if !any {
+                if self.ready.is_empty() {
                     break;
                 }
             }
         }
-        self.queues.retain(|_, q| !q.is_empty());
+        #[cfg(debug_assertions)]
+        self.check();
     }
 
     fn next_release(&mut self, _now: Nanos) -> Option<Nanos> {
         // Held groups may be waiting for a quiet group's grace to run out.
-        self.went_idle
-            .values()
-            .map(|&at| at + self.idle_grace)
-            .min()
+        self.quiet.first().map(|&(at, _)| at + self.idle_grace)
     }
 
     fn completed(&mut self, request: &Request, now: Nanos) {
-        if let Some(n) = self.outstanding.get_mut(&request.group) {
-            *n = n.saturating_sub(request.request_count() as u32);
-            if *n == 0 {
-                self.went_idle.insert(request.group, now);
-            }
+        let count = request.request_count() as u32;
+        let known = self
+            .bands
+            .get(request.group.0 as usize)
+            .is_some_and(|band| band.outstanding > 0);
+        if known {
+            self.change(request.group, |band| {
+                band.outstanding = band.outstanding.saturating_sub(count);
+                if band.outstanding == 0 {
+                    band.quiet_since = Some(now);
+                }
+            });
         }
-        self.outstanding.retain(|_, n| *n > 0);
+        #[cfg(debug_assertions)]
+        self.check();
     }
 
     fn held(&self) -> usize {
@@ -703,10 +791,13 @@ impl Stage for Ioband {
     }
 
     fn set_groups(&mut self, groups: &Groups) {
-        self.weights = groups
-            .ids()
-            .map(|id| (id, groups.settings(id).weight))
-            .collect();
+        for band in &mut self.bands {
+            band.weight = None;
+        }
+        for id in groups.ids() {
+            let weight = groups.settings(id).weight;
+            self.change(id, |band| band.weight = Some(weight));
+        }
     }
 
     fn tunables(&self) -> &'static [TunableSpec] {
