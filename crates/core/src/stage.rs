@@ -512,6 +512,8 @@ pub struct Ioband {
     busy_with_tokens: usize,
     quiet_with_tokens: usize,
     held: usize,
+    /// The ready groups a release sends for, kept for its memory between releases.
+    sending: Vec<GroupId>,
 }
 
 /// One group's state in [`Ioband`].
@@ -559,6 +561,7 @@ impl Ioband {
             busy_with_tokens: 0,
             quiet_with_tokens: 0,
             held: 0,
+            sending: Vec::new(),
         }
     }
 
@@ -663,9 +666,11 @@ impl Ioband {
     /// Sends the requests of every group with tokens left, in group order, each until its
     /// tokens or its requests run out; whether any went.
     fn send_ready(&mut self, out: &mut VecDeque<Request>) -> bool {
-        let ready: Vec<GroupId> = self.ready.iter().copied().collect();
+        let mut sending = std::mem::take(&mut self.sending);
+        sending.clear();
+        sending.extend(self.ready.iter().copied());
         let before = self.held;
-        for &group in &ready {
+        for &group in &sending {
             let mut sent = 0;
             self.change(group, |band| {
                 while band.tokens > 0 {
@@ -679,6 +684,7 @@ impl Ioband {
             });
             self.held -= sent;
         }
+        self.sending = sending;
         self.held < before
     }
 
