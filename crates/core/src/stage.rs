@@ -142,44 +142,65 @@ struct Slice {
 /// blk-throttle, that request sits at the head of the parent's queue). A reserved group's
 /// allowance is then only waited on, never spent by others, so every head goes within the time
 /// its own limits need to cover the bytes and I/Os queued ahead of it.
+///
+/// A head is looked at when it becomes the head, when its wait is over, and when the head
+/// whose reservation stopped it goes, never in between: its wait only grows meanwhile (a
+/// dispatch charged to a shared ancestor adds to it; time alone and nothing else lowers it),
+/// so it cannot go earlier. The heads that wait are ordered by when they may go (blk-throttle's
+/// `disptime` in each service queue's tree, and its one timer at the first), and a head
+/// stopped by a reservation is kept with the head that holds it, so a release visits only the
+/// heads that may go, and the next release is the first of that order.
 pub struct Throttle {
-    slice: Nanos,
-    /// Limits per group, from `io.max`, and each group's ancestors.
-    limits: BTreeMap<GroupId, crate::group::IoMax>,
+    slices: Slices,
+    /// Each group's chain: itself, then its ancestors.
     ancestry: BTreeMap<GroupId, Vec<GroupId>>,
-    state: BTreeMap<(GroupId, usize), Slice>,
-    queues: BTreeMap<(GroupId, usize), VecDeque<Request>>,
+    queues: BTreeMap<Key, Held>,
+    /// The heads that wait for their limits, by when they may go; each queue with a head is
+    /// here or stopped by another's reservation ([`Held::stopped_by`]), not both.
+    due: BTreeSet<(Nanos, Key)>,
     /// Limited (group, direction) pairs held for the head of a queue (the key mapped to).
-    reserved: BTreeMap<(GroupId, usize), (GroupId, usize)>,
+    reserved: BTreeMap<Key, Key>,
     held: usize,
-    last_released: Option<(GroupId, usize)>,
+    last_released: Option<Key>,
+    /// The queues a release looks at in one pass, and the next (kept for their memory).
+    batch: Vec<Key>,
+    next: Vec<Key>,
 }
 
-impl Default for Throttle {
-    fn default() -> Self {
-        Self::new()
-    }
+/// A queue of held requests: a group and a direction.
+type Key = (GroupId, usize);
+
+/// One queue's held requests and what its head waits for.
+#[derive(Debug, Default)]
+struct Held {
+    requests: VecDeque<Request>,
+    /// When the head may go, while it is in [`Throttle::due`].
+    due: Option<Nanos>,
+    /// The queue whose head's reservation stops this head, while it does.
+    stopped_by: Option<Key>,
+    /// The queues whose heads this head's reservations stop: they are looked at when it goes.
+    stopping: Vec<Key>,
+    /// Groups this head reserved (in its direction).
+    reserving: Vec<GroupId>,
 }
 
-impl Throttle {
-    /// No limits yet; 100 ms slices.
-    pub fn new() -> Self {
-        Throttle {
-            slice: THROTTLE_TUNABLES[0].default * MILLISECOND,
-            limits: BTreeMap::new(),
-            ancestry: BTreeMap::new(),
-            state: BTreeMap::new(),
-            queues: BTreeMap::new(),
-            reserved: BTreeMap::new(),
-            held: 0,
-            last_released: None,
-        }
-    }
+/// What a head may do now.
+enum Look {
+    Go,
+    /// It waits for its limits until then, having reserved the nearest group that holds it.
+    Wait(Nanos),
+    /// Another queue's head reserved a group of its chain.
+    Stopped(Key),
+}
 
-    fn chain(&self, group: GroupId) -> &[GroupId] {
-        self.ancestry.get(&group).map(Vec::as_slice).unwrap_or(&[])
-    }
+/// The limits and the slices that account for them.
+struct Slices {
+    slice: Nanos,
+    limits: BTreeMap<GroupId, crate::group::IoMax>,
+    state: BTreeMap<Key, Slice>,
+}
 
+impl Slices {
     /// How long a request of `len` bytes must wait at `now` for `group`'s limits in `dir`
     /// (0: it may go). `waiting` says the request is held here: its slice is then extended,
     /// never restarted, so the allowance it has waited for is not thrown away.
@@ -201,7 +222,8 @@ impl Throttle {
         let slice_len = self.slice;
         let slice = self.state.entry((group, dir)).or_default();
         // tg_update_slice: a used-up slice starts anew only when nothing waits on it; otherwise
-        // it is extended (throtl_start_new_slice, throtl_extend_slice).
+        // it is extended (throtl_start_new_slice, throtl_extend_slice). A request that is not
+        // held was let in with none of its chain reserved, so nothing waits on these slices.
         if now > slice.end && !waiting {
             *slice = Slice {
                 start: now,
@@ -269,10 +291,41 @@ impl Throttle {
             slice.start += whole * slice_len;
         }
     }
+}
+
+impl Default for Throttle {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Throttle {
+    /// No limits yet; 100 ms slices.
+    pub fn new() -> Self {
+        Throttle {
+            slices: Slices {
+                slice: THROTTLE_TUNABLES[0].default * MILLISECOND,
+                limits: BTreeMap::new(),
+                state: BTreeMap::new(),
+            },
+            ancestry: BTreeMap::new(),
+            queues: BTreeMap::new(),
+            due: BTreeSet::new(),
+            reserved: BTreeMap::new(),
+            held: 0,
+            last_released: None,
+            batch: Vec::new(),
+            next: Vec::new(),
+        }
+    }
+
+    fn chain(&self, group: GroupId) -> &[GroupId] {
+        self.ancestry.get(&group).map(Vec::as_slice).unwrap_or(&[])
+    }
 
     /// The reservation in the way of a request of `key`: a limited group of its chain that
     /// another queue's head holds.
-    fn blocked_by(&self, key: (GroupId, usize)) -> Option<(GroupId, usize)> {
+    fn blocked_by(&self, key: Key) -> Option<Key> {
         let (group, dir) = key;
         self.chain(group).iter().find_map(|&g| {
             self.reserved
@@ -282,54 +335,137 @@ impl Throttle {
         })
     }
 
-    /// Each group's wait for a request of `len` bytes of `key` at `now`, nearest group first.
-    fn waits(
-        &mut self,
-        key: (GroupId, usize),
-        len: u64,
-        now: Nanos,
-        waiting: bool,
-    ) -> Vec<(GroupId, Nanos)> {
+    /// What the head of `key`'s queue may do at `now`; a head that waits for its limits
+    /// reserves the nearest group that holds it back.
+    fn look(&mut self, key: Key, now: Nanos) -> Look {
+        if let Some(holder) = self.blocked_by(key) {
+            return Look::Stopped(holder);
+        }
         let (group, dir) = key;
-        let chain: Vec<GroupId> = self.chain(group).to_vec();
-        chain
-            .into_iter()
-            .map(|g| (g, self.wait_for(g, dir, len, now, waiting)))
-            .collect()
+        let len = self.queues[&key]
+            .requests
+            .front()
+            .expect("a queue that is looked at has a head")
+            .len;
+        let chain = self.ancestry.get(&group).map(Vec::as_slice).unwrap_or(&[]);
+        let mut longest = 0;
+        let mut nearest = None;
+        for &g in chain {
+            let wait = self.slices.wait_for(g, dir, len, now, true);
+            if wait > 0 && nearest.is_none() {
+                nearest = Some(g);
+            }
+            longest = longest.max(wait);
+        }
+        let Some(nearest) = nearest else {
+            return Look::Go;
+        };
+        // blocked_by let nobody else hold it.
+        if self.reserved.insert((nearest, dir), key).is_none() {
+            self.queues
+                .get_mut(&key)
+                .expect("the queue is held")
+                .reserving
+                .push(nearest);
+        }
+        Look::Wait(now + longest)
     }
 
-    fn charge_all(&mut self, group: GroupId, dir: usize, len: u64, now: Nanos) {
-        let chain: Vec<GroupId> = self.chain(group).to_vec();
-        for g in chain {
-            self.charge(g, dir, len, now);
+    /// Acts on what the head of `key` may do (not [`Look::Go`]): it waits in
+    /// [`Throttle::due`], or with the head that stops it.
+    fn park(&mut self, key: Key, look: Look) {
+        match look {
+            Look::Go => unreachable!("a head that may go is not parked"),
+            Look::Wait(at) => {
+                self.queues.get_mut(&key).expect("the queue is held").due = Some(at);
+                self.due.insert((at, key));
+            }
+            Look::Stopped(holder) => {
+                self.queues
+                    .get_mut(&key)
+                    .expect("the queue is held")
+                    .stopped_by = Some(holder);
+                self.queues
+                    .get_mut(&holder)
+                    .expect("a holder has a head")
+                    .stopping
+                    .push(key);
+            }
         }
     }
 
-    /// The head of `key`'s queue goes: charged to its chain, its reservations freed.
-    fn pop_head(&mut self, key: (GroupId, usize), now: Nanos) -> Request {
-        let request = self
-            .queues
-            .get_mut(&key)
-            .and_then(VecDeque::pop_front)
-            .expect("the queue has a head");
-        self.charge_all(key.0, key.1, request.len, now);
-        self.reserved.retain(|_, holder| *holder != key);
+    /// The head of `key`'s queue goes: charged to its chain, its reservations freed, the heads
+    /// they stopped added to `woken`.
+    fn pop_head(&mut self, key: Key, now: Nanos, woken: &mut Vec<Key>) -> Request {
+        let (group, dir) = key;
+        let queue = self.queues.get_mut(&key).expect("the queue is held");
+        let request = queue.requests.pop_front().expect("the queue has a head");
+        let reserving = std::mem::take(&mut queue.reserving);
+        let stopping = std::mem::take(&mut queue.stopping);
+        if queue.requests.is_empty() {
+            self.queues.remove(&key);
+        }
+        let chain = self.ancestry.get(&group).map(Vec::as_slice).unwrap_or(&[]);
+        for &g in chain {
+            self.slices.charge(g, dir, request.len, now);
+        }
+        for g in reserving {
+            let freed = self.reserved.remove(&(g, dir));
+            debug_assert_eq!(freed, Some(key));
+        }
+        for stopped in stopping {
+            self.queues
+                .get_mut(&stopped)
+                .expect("a stopped head is held")
+                .stopped_by = None;
+            woken.push(stopped);
+        }
         self.held -= 1;
         self.last_released = Some(key);
         request
     }
 
-    /// The queues with requests, in turn: starting after the one served last.
-    fn turns(&self) -> Vec<(GroupId, usize)> {
-        let mut keys: Vec<(GroupId, usize)> = self
-            .queues
-            .iter()
-            .filter(|(_, q)| !q.is_empty())
-            .map(|(k, _)| *k)
-            .collect();
+    /// `keys` in turn: starting after the queue served last.
+    fn in_turn(&self, keys: &mut [Key]) {
+        keys.sort_unstable();
         let start = keys.iter().position(|k| Some(*k) > self.last_released);
         keys.rotate_left(start.unwrap_or(0));
-        keys
+    }
+
+    /// Debug builds: every queue's head is due or stopped by a holder that stops it and holds
+    /// a reservation of its chain; the reservations are the heads' own.
+    fn check(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let mut reservations = 0;
+        for (&key, queue) in &self.queues {
+            assert!(!queue.requests.is_empty(), "{key:?} is held empty");
+            match (queue.due, queue.stopped_by) {
+                (Some(at), None) => assert!(self.due.contains(&(at, key)), "{key:?} is not due"),
+                (None, Some(holder)) => {
+                    assert!(self.queues[&holder].stopping.contains(&key));
+                    assert_eq!(self.blocked_by(key), Some(holder), "{key:?}");
+                }
+                other => panic!("{key:?} is {other:?}"),
+            }
+            for &g in &queue.reserving {
+                assert_eq!(self.reserved.get(&(g, key.1)), Some(&key));
+            }
+            reservations += queue.reserving.len();
+        }
+        assert_eq!(reservations, self.reserved.len());
+        assert_eq!(
+            self.due.len(),
+            self.queues.values().filter(|q| q.due.is_some()).count()
+        );
+        assert_eq!(
+            self.held,
+            self.queues
+                .values()
+                .map(|q| q.requests.len())
+                .sum::<usize>()
+        );
     }
 }
 
@@ -340,95 +476,78 @@ impl Stage for Throttle {
 
     fn admit(&mut self, request: Request, now: Nanos) -> Option<Request> {
         let key = (request.group, request.direction() as usize);
-        let queued = self.queues.get(&key).is_some_and(|q| !q.is_empty());
+        let queued = self.queues.contains_key(&key);
         if !queued && self.blocked_by(key).is_none() {
-            let waits = self.waits(key, request.len, now, false);
-            if waits.iter().all(|&(_, wait)| wait == 0) {
-                self.charge_all(key.0, key.1, request.len, now);
+            let (group, dir) = key;
+            let chain = self.ancestry.get(&group).map(Vec::as_slice).unwrap_or(&[]);
+            let mut go = true;
+            for &g in chain {
+                go &= self.slices.wait_for(g, dir, request.len, now, false) == 0;
+            }
+            if go {
+                for &g in chain {
+                    self.slices.charge(g, dir, request.len, now);
+                }
                 return Some(request);
             }
         }
-        self.queues.entry(key).or_default().push_back(request);
         self.held += 1;
+        self.queues
+            .entry(key)
+            .or_default()
+            .requests
+            .push_back(request);
+        if !queued {
+            // A new head: it waits for its limits or for the reservation in its way.
+            let look = self.look(key, now);
+            self.park(key, look);
+        }
+        self.check();
         None
     }
 
     fn release(&mut self, now: Nanos, out: &mut VecDeque<Request>) {
-        if self.held == 0 && self.queues.is_empty() {
-            // Nothing held (the pass below would find no head; asked at every dispatch).
+        if self.due.first().is_none_or(|&(at, _)| at > now) {
+            // No head may go yet (asked at every dispatch).
             return;
         }
-        // One request per queue per pass, in turn, so children of a limited parent take turns
-        // (the parent's service queue is round robin in Linux).
-        loop {
-            let mut progressed = false;
-            for key in self.turns() {
-                if self.blocked_by(key).is_some() {
-                    continue;
-                }
-                let Some(len) = self.queues.get(&key).and_then(|q| q.front()).map(|r| r.len) else {
-                    continue;
-                };
-                let waits = self.waits(key, len, now, true);
-                match waits.iter().find(|&&(_, wait)| wait > 0) {
-                    None => {
-                        out.push_back(self.pop_head(key, now));
-                        progressed = true;
-                    }
-                    Some(&(group, _)) => {
-                        // It waits at the nearest group that holds it back: reserve that
-                        // group's allowance for it (blocked_by let nobody else hold it).
-                        self.reserved.insert((group, key.1), key);
-                    }
-                }
-            }
-            if !progressed {
-                break;
-            }
+        let mut batch = std::mem::take(&mut self.batch);
+        let mut next = std::mem::take(&mut self.next);
+        batch.clear();
+        while let Some(&(at, key)) = self.due.first().filter(|&&(at, _)| at <= now) {
+            self.due.remove(&(at, key));
+            self.queues.get_mut(&key).expect("a due head is held").due = None;
+            batch.push(key);
         }
-        self.queues.retain(|_, q| !q.is_empty());
+        // One request per queue per pass, in turn, so children of a limited parent take turns
+        // (the parent's service queue is round robin in Linux); the heads a departure frees
+        // join the next pass.
+        while !batch.is_empty() {
+            self.in_turn(&mut batch);
+            next.clear();
+            for &key in &batch {
+                match self.look(key, now) {
+                    Look::Go => {
+                        out.push_back(self.pop_head(key, now, &mut next));
+                        if self.queues.contains_key(&key) {
+                            next.push(key);
+                        }
+                    }
+                    look => self.park(key, look),
+                }
+            }
+            std::mem::swap(&mut batch, &mut next);
+        }
+        self.batch = batch;
+        self.next = next;
+        self.check();
     }
 
     fn next_release(&mut self, now: Nanos) -> Option<Nanos> {
-        // Each head's own limits first, then the reservations in its way: a head behind
-        // another's reservation goes no earlier than the holder. A holder is never behind a
-        // reservation made before its own (it could not have reserved then), so following
-        // holders ends within as many steps as there are queues.
-        let heads: Vec<((GroupId, usize), u64)> = self
-            .queues
-            .iter()
-            .filter_map(|(&key, q)| q.front().map(|r| (key, r.len)))
-            .collect();
-        let mut at: BTreeMap<(GroupId, usize), Nanos> = BTreeMap::new();
-        for &(key, len) in &heads {
-            let wait = self
-                .waits(key, len, now, true)
-                .iter()
-                .map(|&(_, wait)| wait)
-                .max()
-                .unwrap_or(0);
-            at.insert(key, now + wait.max(1));
-        }
-        for _ in 0..heads.len() {
-            let mut changed = false;
-            for &(key, _) in &heads {
-                let Some(holder) = self.blocked_by(key) else {
-                    continue;
-                };
-                let Some(&holder_at) = at.get(&holder) else {
-                    continue;
-                };
-                let own = at.get_mut(&key).expect("every head has a time");
-                if holder_at > *own {
-                    *own = holder_at;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-        at.into_values().min()
+        // Every head stopped by a reservation is stopped, through holders that are stopped in
+        // turn, by one that waits for its limits (a head reserves only while nothing stops it,
+        // so a head is never stopped by one that its own reservations stop).
+        self.due.first().map(|&(at, _)| at.max(now + 1))
     }
 
     fn held(&self) -> usize {
@@ -436,15 +555,24 @@ impl Stage for Throttle {
     }
 
     fn set_groups(&mut self, groups: &Groups) {
-        self.limits.clear();
+        self.slices.limits.clear();
         self.ancestry.clear();
         self.reserved.clear();
         for id in groups.ids() {
             let max = groups.settings(id).max;
             if max.is_limited() {
-                self.limits.insert(id, max);
+                self.slices.limits.insert(id, max);
             }
             self.ancestry.insert(id, groups.ancestry(id).collect());
+        }
+        // Every head is looked at again at once, under the new limits.
+        self.due.clear();
+        for (&key, queue) in &mut self.queues {
+            queue.due = Some(0);
+            queue.stopped_by = None;
+            queue.stopping.clear();
+            queue.reserving.clear();
+            self.due.insert((0, key));
         }
     }
 
@@ -454,14 +582,14 @@ impl Stage for Throttle {
 
     fn tunable(&self, name: &str) -> Result<u64, TunableError> {
         match name {
-            "throtl_slice" => Ok(self.slice / MILLISECOND),
+            "throtl_slice" => Ok(self.slices.slice / MILLISECOND),
             _ => Err(crate::tunable::unknown(name, THROTTLE_TUNABLES)),
         }
     }
 
     fn set_tunable(&mut self, name: &str, value: u64) -> Result<(), TunableError> {
         let value = crate::tunable::find(THROTTLE_TUNABLES, name)?.check(value)?;
-        self.slice = value * MILLISECOND;
+        self.slices.slice = value * MILLISECOND;
         Ok(())
     }
 }
