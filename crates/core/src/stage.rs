@@ -1325,6 +1325,46 @@ mod tests {
         assert!(done[0].1 >= 19_990, "{done:?}");
     }
 
+    // Proves a head stopped by another's reservation is looked at when that head goes, in
+    // the same release, and waits then for what its own request needs: a 64 KiB read under a
+    // 40 KiB/s parent reserves it and may go at 1.5 s (one slice of burst); a 4 KiB read of
+    // a sibling, arriving meanwhile, waits behind it, and goes 100 ms after it.
+    #[test]
+    fn throttle_wakes_a_stopped_head_when_its_holder_goes() {
+        let mut groups = Groups::new();
+        let parent = groups.intern("/p").unwrap();
+        let a = groups.intern("/p/a").unwrap();
+        let b = groups.intern("/p/b").unwrap();
+        groups.set(parent, "io.max", "rbps=40960").unwrap();
+        let mut throttle = Throttle::new();
+        throttle.set_groups(&groups);
+        let mut large = request(1, Op::Read, 0, 65536);
+        large.group = a;
+        assert!(throttle.admit(large, 0).is_none());
+        assert_eq!(throttle.next_release(0), Some(1500 * MILLISECOND));
+        let mut small = request(2, Op::Read, 1 << 20, 4096);
+        small.group = b;
+        assert!(throttle.admit(small, 10 * MILLISECOND).is_none());
+        // The small one would fit the parent's burst now, but the reservation stops it.
+        let mut out = VecDeque::new();
+        throttle.release(10 * MILLISECOND, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(
+            throttle.next_release(10 * MILLISECOND),
+            Some(1500 * MILLISECOND)
+        );
+        throttle.release(1500 * MILLISECOND, &mut out);
+        assert_eq!(out.iter().map(|r| r.id.0).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(
+            throttle.next_release(1500 * MILLISECOND),
+            Some(1600 * MILLISECOND)
+        );
+        throttle.release(1600 * MILLISECOND, &mut out);
+        assert_eq!(out.iter().map(|r| r.id.0).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(throttle.held(), 0);
+        assert_eq!(throttle.next_release(1600 * MILLISECOND), None);
+    }
+
     // Proves requests of a group leave the throttle in the order they came.
     #[test]
     fn throttle_keeps_group_order() {
