@@ -326,6 +326,10 @@ impl Throttle {
     /// The reservation in the way of a request of `key`: a limited group of its chain that
     /// another queue's head holds.
     fn blocked_by(&self, key: Key) -> Option<Key> {
+        if self.reserved.is_empty() {
+            // Nothing is reserved (every admission asks, limits or not).
+            return None;
+        }
         let (group, dir) = key;
         self.chain(group).iter().find_map(|&g| {
             self.reserved
@@ -1220,15 +1224,23 @@ mod tests {
         }
     }
 
+    /// Two children of `/p`, whose io.max is `limit`.
+    fn siblings(limit: &str) -> (Groups, [GroupId; 2]) {
+        let mut groups = Groups::new();
+        let parent = groups.intern("/p").unwrap();
+        let children = [
+            groups.intern("/p/a").unwrap(),
+            groups.intern("/p/b").unwrap(),
+        ];
+        groups.set(parent, "io.max", limit).unwrap();
+        (groups, children)
+    }
+
     // Proves a parent's io.max binds its children together: two children of a 2 MiB/s
     // parent share 2 MiB/s between them.
     #[test]
     fn throttle_limits_are_hierarchical() {
-        let mut groups = Groups::new();
-        let parent = groups.intern("/p").unwrap();
-        let a = groups.intern("/p/a").unwrap();
-        let b = groups.intern("/p/b").unwrap();
-        groups.set(parent, "io.max", "rbps=2097152").unwrap();
+        let (groups, [a, b]) = siblings("rbps=2097152");
         let done = drive(
             Box::new(Throttle::new()),
             &groups,
@@ -1254,11 +1266,7 @@ mod tests {
     // the children take turns request by request, as blk-throttle's parent queue does.
     #[test]
     fn throttle_large_request_is_not_starved_by_a_sibling() {
-        let mut groups = Groups::new();
-        let parent = groups.intern("/p").unwrap();
-        let large = groups.intern("/p/large").unwrap();
-        let small = groups.intern("/p/small").unwrap();
-        groups.set(parent, "io.max", "rbps=1048576").unwrap();
+        let (groups, [large, small]) = siblings("rbps=1048576");
         let flows = [
             Flow {
                 group: large,
@@ -1331,11 +1339,7 @@ mod tests {
     // a sibling, arriving meanwhile, waits behind it, and goes 100 ms after it.
     #[test]
     fn throttle_wakes_a_stopped_head_when_its_holder_goes() {
-        let mut groups = Groups::new();
-        let parent = groups.intern("/p").unwrap();
-        let a = groups.intern("/p/a").unwrap();
-        let b = groups.intern("/p/b").unwrap();
-        groups.set(parent, "io.max", "rbps=40960").unwrap();
+        let (groups, [a, b]) = siblings("rbps=40960");
         let mut throttle = Throttle::new();
         throttle.set_groups(&groups);
         let mut large = request(1, Op::Read, 0, 65536);
