@@ -88,13 +88,20 @@ pub struct FrontierArgs {
     pub kernel_controllers: Vec<String>,
     /// Rounds: everything but the overhead pairs and the drift runs this many times, in turn,
     /// and every figure is the median of its rounds (each mix also shows its fraction of the
-    /// curve in each round). One round takes about seven minutes.
+    /// curve in each round). One round takes about eight minutes.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub rounds: u32,
     /// Extra pairs of single-job runs at the deepest depth, fio then iosched noop, for the
     /// overhead ratio (the median over these and the curves' pairs).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub overhead_pairs: u32,
+    /// Slices of each claimed mix (the latency policy at each of --targets): it runs as N runs
+    /// of runtime/N, each followed by fio at the two depths that bracket its foreground's
+    /// latency, so that the mix and the curve beside it see the device over the same seconds
+    /// (a loop device's latency moves by tens of percent within seconds). Every slice but the
+    /// first starts with a ramp of one slice, left out, so the policy's search counts once.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub slices: u32,
     /// iosched's device depth (most requests in flight; --device-depth of `iosched run`).
     /// Default: the device's own queue depth (its nr_requests under none), so that iosched
     /// keeps as many requests in flight and in its scheduler (twice that) as the kernel does.
@@ -134,6 +141,7 @@ pub fn frontier(args: FrontierArgs) -> Result<ExitCode> {
         kernel_controllers: args.kernel_controllers,
         rounds: args.rounds,
         overhead_pairs: args.overhead_pairs,
+        slices: args.slices,
         device_depth: args.device_depth,
         fio: args.fio,
         stop,

@@ -503,6 +503,8 @@ fn frontier_refuses_clearly() {
         (&["--runtime", "0"][..], "--runtime"),
         (&["--depths", "0,4"][..], "--depths"),
         (&["--targets", "0"][..], "--targets"),
+        (&["--slices", "0"][..], "--slices"),
+        (&["--runtime", "1", "--slices", "6"][..], "--slices 6"),
     ] {
         let mut all = vec!["frontier"];
         all.extend_from_slice(args);

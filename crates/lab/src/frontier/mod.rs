@@ -19,8 +19,9 @@
 //! 3. **the mix**: the foreground (QD1, RT) against two background jobs (QD32, IDLE), with fio
 //!    under each kernel scheduler (`none`, `mq-deadline`, `kyber`, `bfq`), and with iosched
 //!    under each of its policies (scheduler `none`), the `latency` policy once per target
-//!    (`--targets`, multiples of the alone latency), each followed by fio at the two depths
-//!    whose latencies bracket its foreground's, to have the curve *beside* it; and iosched's
+//!    (`--targets`, multiples of the alone latency), in `--slices` slices, each followed by
+//!    fio at the two depths whose latencies bracket its foreground's, to have the curve
+//!    *beside* it (see below); and iosched's
 //!    io.latency and io.cost (`--controllers`) at each target, the foreground in cgroup /fg
 //!    (io.weight 1000) and the background in /bg (100): io.latency's target on /fg, io.cost's
 //!    read latency target at the median with a cost model from the curve's deepest IOPS; and
@@ -39,6 +40,18 @@
 //! its foreground's mean latency. The latency targets are held to the curve beside them: the
 //! run's curve is minutes older, and a loaded machine moves the device by more than the margins
 //! in question.
+//!
+//! Beside means over the same seconds. On this project's loop device the foreground's alone
+//! latency moved between 63 and 146 us within seconds; near the alone latency the curve is
+//! steep (QD1 to QD4 is three times the IOPS for 15% more latency), so a mix run in a slow
+//! spell and a curve measured after it gave 53-76% where the same policy gave 91-117% in the
+//! runs around it. So a claimed mix runs as `--slices` runs of `runtime / slices`, each
+//! followed by fio at the two bracketing depths (those where the first slice landed on the
+//! run's curve), and the mix and each depth are pooled over their slices (IOPS averaged,
+//! latency weighted by I/Os, the highest 99th percentile): an A/B comparison interleaved, as
+//! one interleaves benchmarks on a noisy machine. Every slice but the first starts with a ramp
+//! of one slice that is left out of its figures (fio's `ramp_time`): the policy starts afresh
+//! in each run, and its search for the depth is counted once, as in one run of `runtime`.
 //!
 //! The pure parts (the curve, fio's JSON, the table) are tested here; the run itself needs
 //! root (losetup, the scheduler files in sysfs, the RT class, cgroups) and minutes, so only a
@@ -110,11 +123,18 @@ pub struct Options {
     pub kernel_controllers: Vec<String>,
     /// Rounds: everything but the overhead pairs and the drift runs this many times, in turn,
     /// and every figure is the median of its rounds (each mix also shows its fraction of the
-    /// curve in each round). One round takes about seven minutes.
+    /// curve in each round). One round takes about eight minutes.
     pub rounds: u32,
     /// Extra pairs of single-job runs at the deepest depth, fio then iosched noop, for the
     /// overhead ratio (the median over these and the curves' pairs).
     pub overhead_pairs: u32,
+    /// Slices of each claimed mix (the latency policy at each of --targets): the mix runs as
+    /// this many runs of `runtime / slices`, each followed by fio at the two depths that
+    /// bracket its foreground's latency, so that the mix and the curve beside it sample the
+    /// device over the same seconds. Every slice's mix but the first starts with a ramp of
+    /// one slice, left out of its figures, so that the policy's search for the depth counts
+    /// once, as in one run. 1: one run, then the curve beside it.
+    pub slices: u32,
     /// iosched's device depth (most requests in flight; --device-depth of `iosched run`).
     /// Default: the device's own queue depth (its nr_requests under none), so that iosched
     /// keeps as many requests in flight and in its scheduler (twice that) as the kernel does.
@@ -140,6 +160,28 @@ pub struct Measure {
     pub mean_ns: f64,
     /// 99th percentile of latency, ns.
     pub p99_ns: f64,
+}
+
+impl Measure {
+    /// Runs of equal length pooled: their IOPS averaged, their mean latency weighted by
+    /// their I/Os, and the highest of their 99th percentiles (a bound on the pooled one, as
+    /// at most 1% of each run's I/Os are above it). `None` for no runs.
+    pub fn pool(runs: &[Measure]) -> Option<Measure> {
+        if runs.is_empty() {
+            return None;
+        }
+        let ios: f64 = runs.iter().map(|m| m.iops).sum();
+        let mean_ns = if ios > 0.0 {
+            runs.iter().map(|m| m.iops * m.mean_ns).sum::<f64>() / ios
+        } else {
+            runs.iter().map(|m| m.mean_ns).sum::<f64>() / runs.len() as f64
+        };
+        Some(Measure {
+            iops: ios / runs.len() as f64,
+            mean_ns,
+            p99_ns: runs.iter().map(|m| m.p99_ns).fold(0.0, f64::max),
+        })
+    }
 }
 
 /// One point of the device's curve.
@@ -330,25 +372,59 @@ pub fn pool_report(report: &RunReport, name: &str) -> Option<Measure> {
 
 /// The job files, identical for fio and iosched.
 pub mod jobs {
+    /// How long a job file's jobs run: `runtime`, after a `ramp_time` whose figures are left
+    /// out (fio's). A whole number of seconds converts into one with no ramp.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Timing {
+        /// Measured run time, ms.
+        pub runtime_ms: u64,
+        /// Run time before it, not measured, ms.
+        pub ramp_ms: u64,
+    }
+
+    impl From<u64> for Timing {
+        fn from(seconds: u64) -> Self {
+            Timing {
+                runtime_ms: seconds.saturating_mul(1000),
+                ramp_ms: 0,
+            }
+        }
+    }
+
+    /// `ms` as a fio time: whole seconds as a plain number, as before there were slices.
+    fn time(ms: u64) -> String {
+        if ms.is_multiple_of(1000) {
+            (ms / 1000).to_string()
+        } else {
+            format!("{ms}ms")
+        }
+    }
+
     /// What every job shares: 4 KiB random reads, direct, io_uring, time based, percentiles
     /// of the whole latency.
-    fn global(filename: &str, runtime: u64) -> String {
-        format!(
+    fn global(filename: &str, timing: impl Into<Timing>) -> String {
+        let timing = timing.into();
+        let mut text = format!(
             "[global]\nfilename={filename}\nrw=randread\nbs=4k\ndirect=1\nioengine=io_uring\n\
-             runtime={runtime}\ntime_based=1\nlat_percentiles=1\n"
-        )
+             runtime={}\ntime_based=1\nlat_percentiles=1\n",
+            time(timing.runtime_ms)
+        );
+        if timing.ramp_ms > 0 {
+            text += &format!("ramp_time={}\n", time(timing.ramp_ms));
+        }
+        text
     }
 
     /// The foreground: QD1, real-time class, level 0.
     const FOREGROUND: &str = "\n[fg]\niodepth=1\nprioclass=1\nprio=0\n";
 
     /// The foreground alone.
-    pub fn alone(filename: &str, runtime: u64) -> String {
+    pub fn alone(filename: &str, runtime: impl Into<Timing>) -> String {
         global(filename, runtime) + FOREGROUND
     }
 
     /// One job at queue depth `depth`, no priority.
-    pub fn curve(filename: &str, runtime: u64, depth: u32) -> String {
+    pub fn curve(filename: &str, runtime: impl Into<Timing>, depth: u32) -> String {
         global(filename, runtime) + &format!("\n[curve]\niodepth={depth}\n")
     }
 
@@ -356,7 +432,12 @@ pub mod jobs {
     /// next one when `rounds` ([`fio_rounds_uring_depth`]): such a depth then goes through
     /// libaio, which keeps it (on a loop device here, 2.99 reads in flight at `iodepth=3`
     /// against io_uring's 3.99, and within 5% of io_uring's IOPS at QD2 and QD4).
-    pub fn curve_fio(filename: &str, runtime: u64, depth: u32, rounds: bool) -> String {
+    pub fn curve_fio(
+        filename: &str,
+        runtime: impl Into<Timing>,
+        depth: u32,
+        rounds: bool,
+    ) -> String {
         let text = curve(filename, runtime, depth);
         if rounds && !depth.is_power_of_two() {
             text + "ioengine=libaio\n"
@@ -366,7 +447,7 @@ pub mod jobs {
     }
 
     /// The foreground against two background jobs (QD32, idle class).
-    pub fn mix(filename: &str, runtime: u64) -> String {
+    pub fn mix(filename: &str, runtime: impl Into<Timing>) -> String {
         global(filename, runtime)
             + FOREGROUND
             + "\n[bg]\niodepth=32\nprioclass=3\nprio=0\nnumjobs=2\n"
@@ -374,7 +455,13 @@ pub mod jobs {
 
     /// The mix with the foreground in cgroup `fg` and the background in `bg`, each line of
     /// `extra` added to both.
-    fn mix_in(filename: &str, runtime: u64, fg: &str, bg: &str, extra: &str) -> String {
+    fn mix_in(
+        filename: &str,
+        runtime: impl Into<Timing>,
+        fg: &str,
+        bg: &str,
+        extra: &str,
+    ) -> String {
         global(filename, runtime)
             + FOREGROUND
             + &format!("cgroup={fg}\n{extra}")
@@ -383,13 +470,13 @@ pub mod jobs {
 
     /// The mix with the foreground in cgroup /fg and the background in /bg, for iosched's
     /// cgroup controllers (its own groups: only iosched runs it).
-    pub fn mix_grouped(filename: &str, runtime: u64) -> String {
+    pub fn mix_grouped(filename: &str, runtime: impl Into<Timing>) -> String {
         mix_in(filename, runtime, "/fg", "/bg", "")
     }
 
     /// The mix for fio in the kernel's cgroups `fg` and `bg` (names under the v2 root), which
     /// the study made and removes itself.
-    pub fn mix_kernel(filename: &str, runtime: u64, fg: &str, bg: &str) -> String {
+    pub fn mix_kernel(filename: &str, runtime: impl Into<Timing>, fg: &str, bg: &str) -> String {
         mix_in(filename, runtime, fg, bg, "cgroup_nodelete=1\n")
     }
 }
@@ -414,8 +501,8 @@ pub struct MixRow {
     /// curve.
     pub round_fractions: Vec<f64>,
     /// For the claimed rows, in each round: the fraction of the curve re-measured beside the
-    /// mix (the two depths that bracket its foreground's latency, run with fio right after it),
-    /// which leaves out how far the device drifted since the curve was measured.
+    /// mix (the two depths that bracket its foreground's latency, run with fio after each of
+    /// its slices), which leaves out how far the device drifted since the curve was measured.
     pub beside_fractions: Vec<f64>,
 }
 
@@ -516,6 +603,8 @@ pub struct Frontier {
     pub setup: String,
     /// Seconds per run.
     pub runtime: u64,
+    /// Slices of each claimed mix (`--slices`).
+    pub slices: u32,
     /// The foreground alone under fio (its mean is the alone latency).
     pub alone_fio: Measure,
     /// The foreground alone under iosched noop.
@@ -696,6 +785,14 @@ impl Frontier {
             self.runtime
         )
         .unwrap();
+        if self.slices > 1 {
+            writeln!(
+                w,
+                "each latency target's mix in {} slices, each followed by the curve beside it",
+                self.slices
+            )
+            .unwrap();
+        }
         if self.rounds > 1 {
             writeln!(
                 w,
@@ -807,7 +904,7 @@ impl Frontier {
             "curve@fg: the most IOPS the device gives one fio job at a mean latency no higher than \
              the foreground's (linear between depths);\nof curve: total / curve@fg; beside: the \
              same against the two depths that bracket the foreground's latency, run again with \
-             fio right after the mix (median over rounds);\nof ios.: against iosched noop's \
+             fio after each of the mix's slices (median over rounds);\nof ios.: against iosched noop's \
              curve; fwd: the latency policy with forward_prio=1."
         )
         .unwrap();
@@ -858,6 +955,7 @@ impl Frontier {
         json!({
             "setup": self.setup,
             "runtime_s": self.runtime,
+            "slices": self.slices,
             "rounds": self.rounds,
             "alone_fio": measure(&self.alone_fio),
             "alone_iosched": self.alone_iosched.as_ref().map(measure),

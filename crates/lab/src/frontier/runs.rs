@@ -5,6 +5,10 @@ use super::device::{command_output, is_root, Setup};
 use super::*;
 use iosched_core::group::GroupSetting;
 
+/// The shortest slice of a claimed mix (`--slices`): the engine and fio take a few
+/// milliseconds to start, and the latency policy's window is 50 ms.
+const MIN_SLICE_MS: u64 = 200;
+
 pub(super) fn check_interrupted(stop: &AtomicBool) -> Result<()> {
     if stop.load(Ordering::SeqCst) {
         bail!("interrupted");
@@ -109,6 +113,16 @@ pub fn run(args: &Options, progress: &dyn Progress) -> Result<Frontier> {
     if args.runtime == 0 {
         bail!("--runtime needs at least 1 second");
     }
+    if args.slices == 0 {
+        bail!("--slices needs at least 1 slice");
+    }
+    if args.runtime.saturating_mul(1000) / u64::from(args.slices) < MIN_SLICE_MS {
+        bail!(
+            "--slices {}: a slice of --runtime {} s would last under {MIN_SLICE_MS} ms",
+            args.slices,
+            args.runtime
+        );
+    }
     for controller in &args.controllers {
         controller_groups(controller, 1, 1.0)?;
     }
@@ -184,7 +198,7 @@ impl Round<'_> {
         2 + 2 * args.depths.len()
             + self.kernel.len()
             + args.policies.len()
-            + args.targets.len() * (1 + beside)
+            + args.targets.len() * args.slices.max(1) as usize * (1 + beside)
             + args.targets.len() * (args.controllers.len() + self.kernel_controllers().len())
             + args.forwarded_targets.len()
     }
@@ -348,44 +362,91 @@ impl Round<'_> {
                 frontier.mixes.push(row);
             }
         }
-        let grouped_mix = jobs::mix_grouped(device, runtime);
         for (mut row, policy, settings, groups) in runs {
-            progress.start(&format!("{} mix", row.label));
-            let text = if groups.is_empty() {
-                &mix
-            } else {
-                &grouped_mix
-            };
-            let report = run_iosched(
-                &args.stop,
-                text,
-                &policy,
-                &settings,
-                &groups,
-                self.device_depth,
-            )?;
-            row.fg = iosched_measure(&report, "fg")?;
-            row.bg = iosched_measure(&report, "bg")?;
-            row.depths = counter(&report, "latency_depth_mean").into_iter().collect();
-            progress.finish(row_done(&row));
-            if row.claim {
-                // The curve where this mix landed, measured again now.
-                let mut beside = Curve::default();
-                for depth in frontier.curve_fio.bracket(row.fg.mean_ns) {
-                    let text = jobs::curve_fio(device, runtime, depth, self.fio_rounds_depth);
-                    progress.start(&format!("fio QD{depth} beside it"));
-                    let m = fio_measure(
-                        &run_fio(&args.fio, &args.stop, &text, self.scratch)?,
-                        "curve",
-                    )?;
-                    progress.finish(show(&m));
-                    beside.points.push(CurvePoint {
-                        depth,
-                        iops: m.iops,
-                        mean_ns: m.mean_ns,
-                    });
+            // A claimed row runs in slices, each followed by the curve beside it.
+            let slices = if row.claim { args.slices.max(1) } else { 1 };
+            let slice_ms = runtime.saturating_mul(1000) / u64::from(slices);
+            let (mut fg, mut bg, mut depths) = (Vec::new(), Vec::new(), Vec::new());
+            let mut beside: Vec<(u32, Vec<Measure>)> = Vec::new();
+            for slice in 0..slices {
+                let timing = jobs::Timing {
+                    runtime_ms: slice_ms,
+                    ramp_ms: if slice == 0 { 0 } else { slice_ms },
+                };
+                let text = if groups.is_empty() {
+                    jobs::mix(device, timing)
+                } else {
+                    jobs::mix_grouped(device, timing)
+                };
+                if slices > 1 {
+                    progress.start(&format!("{} mix, slice {}/{slices}", row.label, slice + 1));
+                } else {
+                    progress.start(&format!("{} mix", row.label));
                 }
-                row.beside_fractions = Frontier::fraction(&beside, &row).into_iter().collect();
+                let report = run_iosched(
+                    &args.stop,
+                    &text,
+                    &policy,
+                    &settings,
+                    &groups,
+                    self.device_depth,
+                )?;
+                let part = MixRow {
+                    fg: iosched_measure(&report, "fg")?,
+                    bg: iosched_measure(&report, "bg")?,
+                    ..MixRow::default()
+                };
+                depths.extend(counter(&report, "latency_depth_mean"));
+                progress.finish(row_done(&part));
+                if row.claim {
+                    if slice == 0 {
+                        // The depths where the first slice landed, on the run's curve.
+                        beside = frontier
+                            .curve_fio
+                            .bracket(part.fg.mean_ns)
+                            .into_iter()
+                            .map(|depth| (depth, Vec::new()))
+                            .collect();
+                    }
+                    let timing = jobs::Timing {
+                        runtime_ms: slice_ms,
+                        ramp_ms: 0,
+                    };
+                    for (depth, measures) in &mut beside {
+                        let text = jobs::curve_fio(device, timing, *depth, self.fio_rounds_depth);
+                        progress.start(&format!("fio QD{depth} beside it"));
+                        let m = fio_measure(
+                            &run_fio(&args.fio, &args.stop, &text, self.scratch)?,
+                            "curve",
+                        )?;
+                        progress.finish(show(&m));
+                        measures.push(m);
+                    }
+                }
+                fg.push(part.fg);
+                bg.push(part.bg);
+            }
+            row.fg = Measure::pool(&fg).expect("a mix runs at least once");
+            row.bg = Measure::pool(&bg).expect("a mix runs at least once");
+            if !depths.is_empty() {
+                row.depths = vec![depths.iter().sum::<f64>() / depths.len() as f64];
+            }
+            if row.claim {
+                // The curve where this mix landed, measured beside it.
+                let curve = Curve {
+                    points: beside
+                        .iter()
+                        .map(|(depth, measures)| {
+                            let m = Measure::pool(measures).expect("a slice at least");
+                            CurvePoint {
+                                depth: *depth,
+                                iops: m.iops,
+                                mean_ns: m.mean_ns,
+                            }
+                        })
+                        .collect(),
+                };
+                row.beside_fractions = Frontier::fraction(&curve, &row).into_iter().collect();
             }
             frontier.mixes.push(row);
         }
@@ -475,6 +536,7 @@ pub(super) fn measure(
         iosched_core::elevator::default_nr_requests(device_depth)
     );
     frontier.runtime = args.runtime;
+    frontier.slices = args.slices;
     frontier.notes = notes;
 
     // The overhead: pairs at the deepest depth, back to back (each round's curve gave one

@@ -105,6 +105,39 @@ fn job_files() {
     assert_eq!(curve.jobs[0].iodepth, 8);
     assert_eq!(curve.jobs[0].prio, iosched_core::IoPrio::NONE);
     assert_eq!(parse(&jobs::alone("/dev/loop9", 3)).jobs.len(), 1);
+    // A slice of a claimed mix: 2 s measured after a 2 s ramp, in milliseconds where the
+    // seconds are not whole.
+    let slice = jobs::Timing {
+        runtime_ms: 2000,
+        ramp_ms: 2500,
+    };
+    let sliced = parse(&jobs::mix("/dev/loop9", slice));
+    assert_eq!(sliced.jobs[0].runtime, Some(2_000_000_000));
+    assert_eq!(sliced.jobs[0].ramp_time, 2_500_000_000);
+    assert_eq!(sliced.jobs[1].ramp_time, 2_500_000_000);
+    assert_eq!(mix.jobs[0].ramp_time, 0);
+}
+
+// Proves slices pool as one run of their whole length would: IOPS averaged, the mean
+// latency weighted by I/Os, the highest 99th percentile.
+#[test]
+fn slices_pool() {
+    let m = |iops: f64, mean_ns: f64, p99_ns: f64| Measure {
+        iops,
+        mean_ns,
+        p99_ns,
+    };
+    let pooled = Measure::pool(&[
+        m(30_000.0, 100_000.0, 300_000.0),
+        m(10_000.0, 200_000.0, 900_000.0),
+    ])
+    .unwrap();
+    assert_eq!(pooled.iops, 20_000.0);
+    assert_eq!(pooled.mean_ns, 125_000.0);
+    assert_eq!(pooled.p99_ns, 900_000.0);
+    assert_eq!(Measure::pool(&[]), None);
+    let idle = Measure::pool(&[m(0.0, 0.0, 0.0), m(0.0, 0.0, 0.0)]).unwrap();
+    assert_eq!((idle.iops, idle.mean_ns), (0.0, 0.0));
 }
 
 fn sample() -> Frontier {
@@ -120,6 +153,7 @@ fn sample() -> Frontier {
     Frontier {
         setup: "/dev/loop9".into(),
         runtime: 10,
+        slices: 1,
         alone_fio: measure(27_300.0, 32.0, 45.0),
         alone_iosched: Some(measure(26_000.0, 34.0, 50.0)),
         curve_fio: issue_curve(),
