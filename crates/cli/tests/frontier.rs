@@ -1,7 +1,8 @@
 //! `iosched frontier` run for real, briefly, on a loop device: the kernel's io.cost beside
-//! iosched's with the same cgroup files. It needs root, losetup, fio and the io controller on
-//! cgroup v2; where one is missing the test says so on the terminal and passes without
-//! running, except under `CI=true`, where fio's absence fails it (.ci/run installs fio).
+//! iosched's with the same cgroup files, and a latency target's mix in slices. They need root,
+//! losetup and fio, and the first the io controller on cgroup v2; where one is missing a test
+//! says so on the terminal and passes without running, except under `CI=true`, where fio's
+//! absence fails it (.ci/run installs fio).
 //!
 //! On a hybrid machine whose io controller is bound to cgroup v1 (`blkio`, no child groups),
 //! under `CI=true` the test unmounts that v1 hierarchy so that the controller can move to v2:
@@ -189,5 +190,97 @@ fn the_kernels_io_cost_runs_beside_iosched_s() {
     assert_eq!(
         std::fs::read_to_string(v2.join("cgroup.subtree_control")).unwrap(),
         subtree_before
+    );
+}
+
+// Proves a latency target's mix runs in slices, each with the curve beside it, on a real loop
+// device: the table says so, the row has its fraction beside the mix, every figure is
+// positive, and the loop device and its file are gone afterwards. Needs root, losetup and
+// fio, but no cgroups, so it runs where the test above cannot.
+#[test]
+fn a_latency_targets_mix_runs_in_slices_beside_the_curve() {
+    let test = "a_latency_targets_mix_runs_in_slices_beside_the_curve";
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        skip(test, "needs root (losetup)");
+        return;
+    }
+    if Command::new("fio").arg("--version").output().is_err() {
+        assert!(!ci(), "fio is missing (.ci/run installs it)");
+        skip(test, "fio is not installed (apt-get install fio)");
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let image = dir.path().join("device.img");
+    let output_file = dir.path().join("frontier.txt");
+    let output = Command::new(env!("CARGO_BIN_EXE_iosched"))
+        .args(["frontier", "--file"])
+        .arg(&image)
+        .args([
+            "--size-mib",
+            "64",
+            "--runtime",
+            "1",
+            "--slices",
+            "2",
+            "--depths",
+            "1,8",
+            "--kernel",
+            "--policies",
+            "--targets",
+            "2",
+            "--forwarded-targets",
+            "--controllers",
+            "--kernel-controllers",
+            "--overhead-pairs",
+            "0",
+            "--output",
+        ])
+        .arg(&output_file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // A claim that fails on a noisy machine fails the command after it wrote everything.
+    assert!(
+        output.status.success() || stdout.contains("\nFAIL "),
+        "{stderr}\n{stdout}"
+    );
+    assert!(
+        stdout.contains("each latency target's mix in 2 slices"),
+        "{stdout}"
+    );
+    // One mix and the two bracketing depths per slice.
+    assert_eq!(
+        stderr.matches("iosched latency 2x mix, slice").count(),
+        2,
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("beside it").count(), 4, "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(output_file.with_extension("json")).unwrap())
+            .unwrap();
+    assert_eq!(json["slices"], 2, "{json}");
+    let row = json["mixes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["label"] == "iosched latency 2x")
+        .unwrap_or_else(|| panic!("no latency row: {json}"))
+        .clone();
+    for side in ["fg", "bg"] {
+        assert!(row[side]["iops"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row[side]["mean_ns"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    let beside = row["beside_fractions"].as_array().unwrap();
+    assert_eq!(beside.len(), 1, "{row}");
+    assert!(beside[0].as_f64().unwrap() > 0.0, "{row}");
+    // The study removed the file it created, and the loop device over it.
+    assert!(!image.exists());
+    let loops = Command::new("losetup").arg("-a").output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&loops.stdout).contains(&*image.to_string_lossy()),
+        "{}",
+        String::from_utf8_lossy(&loops.stdout)
     );
 }
