@@ -69,6 +69,72 @@ fn io_on_v2() -> Result<PathBuf, String> {
     Err("the io controller did not move to cgroup v2".into())
 }
 
+/// Whether the machine can run a brief study (root for losetup, fio); if not, says why.
+fn can_run(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        skip(test, "needs root (losetup; cgroups for the controllers)");
+        return false;
+    }
+    if Command::new("fio").arg("--version").output().is_err() {
+        assert!(!ci(), "fio is missing (.ci/run installs it)");
+        skip(test, "fio is not installed (apt-get install fio)");
+        return false;
+    }
+    true
+}
+
+/// A brief `iosched frontier` in `dir` (64 MiB, 1 s per run, depths 1 and 8, the latency
+/// policy at 2x only, no overhead pairs) with `args` added: (stdout, stderr, its JSON). A
+/// claim that fails (the latency policy's, on a noisy machine) fails the command after it
+/// wrote everything: that is the study's verdict, not a test's concern.
+fn brief_frontier(dir: &Path, args: &[&str]) -> (String, String, serde_json::Value) {
+    let output_file = dir.join("frontier.txt");
+    let output = Command::new(env!("CARGO_BIN_EXE_iosched"))
+        .args(["frontier", "--file"])
+        .arg(dir.join("device.img"))
+        .args([
+            "--size-mib",
+            "64",
+            "--runtime",
+            "1",
+            "--depths",
+            "1,8",
+            "--policies",
+            "--targets",
+            "2",
+            "--forwarded-targets",
+            "--overhead-pairs",
+            "0",
+        ])
+        .args(args)
+        .arg("--output")
+        .arg(&output_file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success() || stdout.contains("\nFAIL "),
+        "{stderr}\n{stdout}"
+    );
+    let json =
+        serde_json::from_str(&std::fs::read_to_string(output_file.with_extension("json")).unwrap())
+            .unwrap();
+    (stdout, stderr, json)
+}
+
+/// The mix row `label` of a study's JSON.
+fn row(json: &serde_json::Value, label: &str) -> serde_json::Value {
+    json["mixes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["label"] == label)
+        .unwrap_or_else(|| panic!("no row {label}: {json}"))
+        .clone()
+}
+
 fn frontier_groups(v2: &Path) -> Vec<String> {
     std::fs::read_dir(v2)
         .map(|entries| {
@@ -88,14 +154,7 @@ fn frontier_groups(v2: &Path) -> Vec<String> {
 #[test]
 fn the_kernels_io_cost_runs_beside_iosched_s() {
     let test = "the_kernels_io_cost_runs_beside_iosched_s";
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        skip(test, "needs root (losetup, cgroups)");
-        return;
-    }
-    if Command::new("fio").arg("--version").output().is_err() {
-        assert!(!ci(), "fio is missing (.ci/run installs it)");
-        skip(test, "fio is not installed (apt-get install fio)");
+    if !can_run(test) {
         return;
     }
     let v2 = match io_on_v2() {
@@ -114,56 +173,19 @@ fn the_kernels_io_cost_runs_beside_iosched_s() {
     }
     let subtree_before = std::fs::read_to_string(v2.join("cgroup.subtree_control")).unwrap();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let output_file = dir.path().join("frontier.txt");
-    let output = Command::new(env!("CARGO_BIN_EXE_iosched"))
-        .args(["frontier", "--file"])
-        .arg(dir.path().join("device.img"))
-        .args([
-            "--size-mib",
-            "64",
-            "--runtime",
-            "1",
-            "--depths",
-            "1,8",
+    let (_, _, json) = brief_frontier(
+        dir.path(),
+        &[
             "--kernel",
             "none",
-            "--policies",
-            "--targets",
-            "2",
-            "--forwarded-targets",
             "--controllers",
             "io.cost",
             "--kernel-controllers",
             "io.cost,io.latency",
-            "--overhead-pairs",
-            "0",
-            "--output",
-        ])
-        .arg(&output_file)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    // A claim that fails (the latency policy's, on a noisy machine) fails the command after it
-    // wrote everything: that is the study's verdict, not this test's concern.
-    assert!(
-        output.status.success() || stdout.contains("\nFAIL "),
-        "{stderr}\n{stdout}"
+        ],
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(output_file.with_extension("json")).unwrap())
-            .unwrap();
-    let row = |label: &str| {
-        json["mixes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["label"] == label)
-            .unwrap_or_else(|| panic!("no row {label}: {json}"))
-            .clone()
-    };
     for label in ["fio io.cost 2x", "iosched io.cost 2x"] {
-        let mix = row(label);
+        let mix = row(&json, label);
         for side in ["fg", "bg"] {
             let iops = mix[side]["iops"].as_f64().unwrap();
             assert!(iops > 0.0, "{label} {side}: {mix}");
@@ -200,51 +222,19 @@ fn the_kernels_io_cost_runs_beside_iosched_s() {
 #[test]
 fn a_latency_targets_mix_runs_in_slices_beside_the_curve() {
     let test = "a_latency_targets_mix_runs_in_slices_beside_the_curve";
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        skip(test, "needs root (losetup)");
-        return;
-    }
-    if Command::new("fio").arg("--version").output().is_err() {
-        assert!(!ci(), "fio is missing (.ci/run installs it)");
-        skip(test, "fio is not installed (apt-get install fio)");
+    if !can_run(test) {
         return;
     }
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let image = dir.path().join("device.img");
-    let output_file = dir.path().join("frontier.txt");
-    let output = Command::new(env!("CARGO_BIN_EXE_iosched"))
-        .args(["frontier", "--file"])
-        .arg(&image)
-        .args([
-            "--size-mib",
-            "64",
-            "--runtime",
-            "1",
+    let (stdout, stderr, json) = brief_frontier(
+        dir.path(),
+        &[
             "--slices",
             "2",
-            "--depths",
-            "1,8",
             "--kernel",
-            "--policies",
-            "--targets",
-            "2",
-            "--forwarded-targets",
             "--controllers",
             "--kernel-controllers",
-            "--overhead-pairs",
-            "0",
-            "--output",
-        ])
-        .arg(&output_file)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    // A claim that fails on a noisy machine fails the command after it wrote everything.
-    assert!(
-        output.status.success() || stdout.contains("\nFAIL "),
-        "{stderr}\n{stdout}"
+        ],
     );
     assert!(
         stdout.contains("each latency target's mix in 2 slices"),
@@ -257,17 +247,8 @@ fn a_latency_targets_mix_runs_in_slices_beside_the_curve() {
         "{stderr}"
     );
     assert_eq!(stderr.matches("beside it").count(), 4, "{stderr}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(output_file.with_extension("json")).unwrap())
-            .unwrap();
     assert_eq!(json["slices"], 2, "{json}");
-    let row = json["mixes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["label"] == "iosched latency 2x")
-        .unwrap_or_else(|| panic!("no latency row: {json}"))
-        .clone();
+    let row = row(&json, "iosched latency 2x");
     for side in ["fg", "bg"] {
         assert!(row[side]["iops"].as_f64().unwrap() > 0.0, "{row}");
         assert!(row[side]["mean_ns"].as_f64().unwrap() > 0.0, "{row}");
@@ -276,6 +257,7 @@ fn a_latency_targets_mix_runs_in_slices_beside_the_curve() {
     assert_eq!(beside.len(), 1, "{row}");
     assert!(beside[0].as_f64().unwrap() > 0.0, "{row}");
     // The study removed the file it created, and the loop device over it.
+    let image = dir.path().join("device.img");
     assert!(!image.exists());
     let loops = Command::new("losetup").arg("-a").output().unwrap();
     assert!(
